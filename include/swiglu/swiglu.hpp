@@ -1,0 +1,118 @@
+// swiglu: the SwiGLU feed-forward block of transformer LLMs on CPUs.
+//
+//   gate = x @ W_gate, up = x @ W_up          (d -> f)
+//   act  = SiLU(gate) * up,  SiLU(z) = z * sigmoid(z)
+//   y    = act @ W_down                       (f -> d)
+//
+// An Ffn is built once from three weight views (it packs and copies them; the
+// caller's buffers are not kept) and then runs forward() any number of times,
+// from any number of threads at once.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+#include <string>
+
+// The library is built with hidden visibility; this marks what it exports.
+#define SWIGLU_API __attribute__((visibility("default")))
+
+namespace swiglu {
+
+// What went wrong, for callers (and the C API) that branch on it.
+enum class Status : int {
+    ok = 0,
+    invalid_argument = 1,  // bad shape, null pointer, overflowing size, bad option
+    out_of_memory = 2,     // a buffer could not be allocated
+    unsupported = 3,       // valid request this build or CPU cannot serve
+    internal = 4,          // a bug or a failure inside a dependency
+};
+
+// Every error the library reports is a swiglu::Error; what() names the
+// argument and the expected value.
+class SWIGLU_API Error : public std::runtime_error {
+public:
+    Error(Status status, const std::string& message)
+        : std::runtime_error(message), status_(status) {}
+    Status status() const noexcept { return status_; }
+
+private:
+    Status status_;
+};
+
+// How a weight matrix is stored, row-major.
+//   out_in: (out_features, in_features), as PyTorch nn.Linear and Hugging Face
+//           checkpoints store it; the block computes x @ W^T.
+//   in_out: (in_features, out_features); the block computes x @ W.
+enum class Layout { out_in, in_out };
+
+// A read-only view of one f32 weight matrix: `rows` x `cols`, row-major, dense.
+struct WeightView {
+    const float* data = nullptr;
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+    Layout layout = Layout::out_in;
+
+    std::int64_t in_features() const { return layout == Layout::out_in ? cols : rows; }
+    std::int64_t out_features() const { return layout == Layout::out_in ? rows : cols; }
+
+    // (out, in): PyTorch / Hugging Face.
+    static WeightView out_in(const float* data, std::int64_t out, std::int64_t in) {
+        return {data, out, in, Layout::out_in};
+    }
+    // (in, out): X @ W style.
+    static WeightView in_out(const float* data, std::int64_t in, std::int64_t out) {
+        return {data, in, out, Layout::in_out};
+    }
+};
+
+struct Options {
+    // Threads that forward() may use, the calling thread included.
+    // 0 = every core this process may run on (its CPU affinity).
+    int threads = 0;
+};
+
+// What runs underneath, for logs, `swiglu info` and tests.
+struct Implementation {
+    std::string matmul;      // oneDNN implementation, e.g. "brg:avx512_core"
+    std::string activation;  // xsimd kernel of SiLU(gate)*up, e.g. "avx512f"
+    int threads = 1;
+};
+
+// f = int(8 d / 3), the LLaMA-style hidden width before rounding to a multiple.
+SWIGLU_API std::int64_t llama_hidden(std::int64_t d);
+// Parameters of one block: 3 d f.
+SWIGLU_API std::int64_t parameter_count(std::int64_t d, std::int64_t f);
+
+namespace detail { class FfnImpl; }
+
+class SWIGLU_API Ffn {
+public:
+    // gate and up map d -> f, down maps f -> d; shapes must agree.
+    // Throws swiglu::Error (invalid_argument, out_of_memory, unsupported).
+    Ffn(const WeightView& gate, const WeightView& up, const WeightView& down,
+        const Options& options = {});
+    ~Ffn();
+    Ffn(Ffn&&) noexcept;
+    Ffn& operator=(Ffn&&) noexcept;
+    Ffn(const Ffn&) = delete;
+    Ffn& operator=(const Ffn&) = delete;
+
+    std::int64_t d() const;
+    std::int64_t f() const;
+    int threads() const;
+    Implementation implementation() const;
+
+    // y = block(x) for `tokens` rows: x and y are row-major (tokens, d) f32.
+    // y may be x itself (in place); any other overlap is rejected. tokens = 0
+    // does nothing (x, y may then be null). Safe to call from several threads
+    // at once; a call that finds the thread pool busy runs on its own thread.
+    void forward(const float* x, float* y, std::int64_t tokens) const;
+    // The same for (batch, seq, d) tensors.
+    void forward(const float* x, float* y, std::int64_t batch, std::int64_t seq) const;
+
+private:
+    std::unique_ptr<detail::FfnImpl> impl_;
+};
+
+}  // namespace swiglu

@@ -1,0 +1,21 @@
+// The two phases of the block over a (rows, d) input.
+#pragma once
+
+#include <cstdint>
+
+#include "packed_block.hpp"
+#include "thread_pool.hpp"
+#include "workspace.hpp"
+
+namespace swiglu::detail {
+
+// y = block(x) for `rows` >= 1 tokens, in chunks of kChunkRows rows:
+//   phase 1, tasks = row tile x f-column tile: x @ [Wg|Wu] tile into the
+//            thread's tile, then SiLU(gate)*up into act while it is in cache;
+//   phase 2, tasks = row tile x d-column tile: act @ Wd tile into y.
+// `pool` null runs everything on this thread (workspace with >= 1 worker);
+// otherwise the workspace has pool->threads() workers. y may equal x.
+void run_block(const PackedBlock& block, Workspace& workspace, ThreadPool* pool,
+               const float* x, float* y, std::int64_t rows);
+
+}  // namespace swiglu::detail

@@ -1,0 +1,47 @@
+// The block's weights, packed once for oneDNN, and the primitives that use
+// them: built at construction, read-only afterwards (shared by all threads).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <swiglu/swiglu.hpp>
+
+#include "matmul.hpp"
+#include "tiling.hpp"
+
+namespace swiglu::detail {
+
+// One matmul of the block, cut into column tiles, each tile packed on its
+// own so that a task touches one contiguous slice of weights.
+struct Phase {
+    std::int64_t k = 0;                // reduction length
+    ColumnTiling columns;              // tiles of the phase's output columns
+    std::int64_t outputs_per_column = 1;  // 2 for gate|up: a tile holds both
+    std::vector<dnnl::memory> tiles;   // packed weights, one per column tile
+    MatmulKernel kernels[2][kRowBuckets];  // [last tile is narrower][row bucket]
+
+    const MatmulKernel& kernel(std::int64_t tile, int bucket) const {
+        return kernels[columns.is_tail(tile) ? 1 : 0][bucket];
+    }
+};
+
+class PackedBlock {
+public:
+    // Shapes must already be validated (see ffn.cpp).
+    PackedBlock(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w);
+
+    std::int64_t d = 0;
+    std::int64_t f = 0;
+    // x @ [Wg | Wu], interleaved by column tile: tile j holds gate columns
+    // then up columns of the same f-range, so one matmul yields both halves
+    // that SiLU(gate)*up needs while they are in cache.
+    Phase gate_up;
+    // act @ Wd, each tile's output copied from the thread's tile into y.
+    Phase down;
+    std::size_t scratchpad_bytes = 0;  // the largest any kernel needs
+    std::string implementation;        // the oneDNN implementations, e.g. "brg:avx512_core"
+};
+
+}  // namespace swiglu::detail

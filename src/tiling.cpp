@@ -1,0 +1,55 @@
+#include "tiling.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace swiglu::detail {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+int bucket_of(std::int64_t height) {
+    int b = 0;
+    while ((std::int64_t{1} << b) < height) ++b;
+    return b;
+}
+}  // namespace
+
+ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
+                          std::int64_t tile_bytes) {
+    constexpr std::int64_t kBlock = 64;
+    ColumnTiling t;
+    t.columns = columns;
+    const std::int64_t wanted = std::max<std::int64_t>(
+        1, ceil_div(columns * bytes_per_column, std::max<std::int64_t>(1, tile_bytes)));
+    t.width = std::min(columns, ceil_div(ceil_div(columns, wanted), kBlock) * kBlock);
+    t.count = ceil_div(columns, t.width);
+    t.tail = columns - (t.count - 1) * t.width;
+    return t;
+}
+
+int plan_rows(std::int64_t rows, RowTile (&tiles)[kMaxRowTilesPerChunk]) {
+    assert(rows >= 1 && rows <= kChunkRows);
+    int n = 0;
+    std::int64_t row0 = 0;
+    std::int64_t left = rows;
+    while (left > 0) {
+        const std::int64_t full = std::min(left, kMaxRowTile);
+        const int up = bucket_of(full);  // smallest height holding them all
+        const std::int64_t height = std::int64_t{1} << up;
+        // Pad when few rows are left or padding wastes at most a quarter.
+        if (left == full && (left <= 16 || height - left <= height / 4)) {
+            tiles[n++] = {row0, left, up};
+            break;
+        }
+        const int down = left >= kMaxRowTile ? bucket_of(kMaxRowTile)
+                                             : (height == left ? up : up - 1);
+        const std::int64_t take = std::int64_t{1} << down;
+        tiles[n++] = {row0, take, down};
+        row0 += take;
+        left -= take;
+    }
+    return n;
+}
+
+}  // namespace swiglu::detail

@@ -1,0 +1,56 @@
+// How the block is cut into tasks. Tiles depend only on the shape (d, f) and
+// the token count, never on the thread count: each output element is then
+// computed by the same primitive in the same order whatever the threads, so
+// results are bit-identical for any thread count.
+#pragma once
+
+#include <cstdint>
+
+namespace swiglu::detail {
+
+// A matmul's output columns cut into `count` tiles of `width`, the last one
+// `tail` wide (tail == width when width divides the columns).
+struct ColumnTiling {
+    std::int64_t columns = 0;
+    std::int64_t width = 0;
+    std::int64_t count = 0;
+    std::int64_t tail = 0;
+
+    std::int64_t begin(std::int64_t tile) const { return tile * width; }
+    std::int64_t size(std::int64_t tile) const { return tile + 1 == count ? tail : width; }
+    bool is_tail(std::int64_t tile) const { return tile + 1 == count && tail != width; }
+};
+
+// Tiles whose weight slice is at most about `tile_bytes` (so it stays in a
+// core's L2 while a row tile runs over it), widths a multiple of 64 columns
+// (oneDNN's f32 weight block), as few tiles as that allows: each tile is one
+// primitive execution, which costs ~0.3 us whatever its size.
+ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
+                          std::int64_t tile_bytes = std::int64_t{1} << 20);
+
+// Row tiles: primitives exist for heights 1, 2, 4, ..., 64 only (a handful
+// serve every token count). Rows are cut into 64-row tiles, then smaller
+// powers of two; the last few rows are padded up to the next height when that
+// wastes little (they are memory-bound anyway), so at most the last tile of a
+// chunk is padded.
+inline constexpr int kRowBuckets = 7;               // heights 1 << 0 .. 1 << 6
+inline constexpr std::int64_t kMaxRowTile = 64;
+// Tokens are processed in chunks of this many rows, so scratch memory does
+// not grow with the token count.
+inline constexpr std::int64_t kChunkRows = 256;
+// Enough for any chunk: 3 full tiles, then at most 32, 16, and a padded one.
+inline constexpr int kMaxRowTilesPerChunk = 8;
+
+struct RowTile {
+    std::int64_t row0 = 0;  // first row, relative to the chunk
+    std::int64_t rows = 0;  // valid rows
+    int bucket = 0;         // height = 1 << bucket >= rows
+
+    std::int64_t height() const { return std::int64_t{1} << bucket; }
+    bool padded() const { return rows < height(); }
+};
+
+// Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows; returns how many.
+int plan_rows(std::int64_t rows, RowTile (&tiles)[kMaxRowTilesPerChunk]);
+
+}  // namespace swiglu::detail

@@ -1,0 +1,35 @@
+// The block in double precision, written to be read at a glance: the ground
+// truth every test compares against.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <swiglu/swiglu.hpp>
+
+namespace swiglu::test {
+
+double silu(double z);
+// W[in][out] as x @ W sees it, whatever the storage layout.
+double weight(const WeightView& w, std::int64_t in, std::int64_t out);
+// y (tokens x d) for x (tokens x d).
+std::vector<double> reference_ffn(const float* x, std::int64_t tokens, const WeightView& gate,
+                                  const WeightView& up, const WeightView& down);
+
+// Random weights of one block, stored in `layout`, values ~ U(-1, 1)/sqrt(in).
+struct RandomBlock {
+    RandomBlock(std::int64_t d, std::int64_t f, Layout layout, unsigned seed);
+    std::int64_t d, f;
+    std::vector<float> gate, up, down;
+    WeightView gate_view() const;
+    WeightView up_view() const;
+    WeightView down_view() const;
+    Layout layout;
+};
+
+std::vector<float> random_input(std::int64_t tokens, std::int64_t d, unsigned seed);
+
+// max |got - ref| / max |ref| (0 when both are 0).
+double relative_error(const std::vector<float>& got, const std::vector<double>& ref);
+
+}  // namespace swiglu::test

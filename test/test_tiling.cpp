@@ -1,0 +1,76 @@
+// The cut of the block into tiles: every row and column covered exactly once.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <initializer_list>
+
+#include "tiling.hpp"
+
+using namespace swiglu::detail;
+
+TEST_SUITE("tiling") {
+
+TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
+    for (std::int64_t rows = 1; rows <= kChunkRows; ++rows) {
+        CAPTURE(rows);
+        RowTile tiles[kMaxRowTilesPerChunk];
+        const int n = plan_rows(rows, tiles);
+        REQUIRE(n >= 1);
+        REQUIRE(n <= kMaxRowTilesPerChunk);
+        std::int64_t next = 0;
+        for (int i = 0; i < n; ++i) {
+            CHECK(tiles[i].row0 == next);
+            CHECK(tiles[i].rows >= 1);
+            CHECK(tiles[i].rows <= tiles[i].height());
+            CHECK(tiles[i].height() <= kMaxRowTile);
+            CHECK(tiles[i].bucket < kRowBuckets);
+            if (i + 1 < n) CHECK(!tiles[i].padded());
+            // A padded tile never runs past the chunk's act buffer.
+            CHECK(tiles[i].row0 + tiles[i].height() <= kChunkRows);
+            next += tiles[i].rows;
+        }
+        CHECK(next == rows);
+    }
+}
+
+TEST_CASE("padding wastes little") {
+    RowTile tiles[kMaxRowTilesPerChunk];
+    // 37 = 32 + 5 (padded to 8), not 64.
+    REQUIRE(plan_rows(37, tiles) == 2);
+    CHECK(tiles[0].height() == 32);
+    CHECK(tiles[1].rows == 5);
+    CHECK(tiles[1].height() == 8);
+    // 1 token is one 1-row tile.
+    REQUIRE(plan_rows(1, tiles) == 1);
+    CHECK(tiles[0].height() == 1);
+}
+
+TEST_CASE("column tiles cover every column, widths a multiple of 64") {
+    for (std::int64_t columns : {1, 2, 7, 13, 63, 64, 65, 128, 341, 384, 1024, 4096, 11008}) {
+        for (std::int64_t bytes_per_column : {4, 512, 8192, 32768, 44032}) {
+            CAPTURE(columns);
+            CAPTURE(bytes_per_column);
+            const ColumnTiling t = plan_columns(columns, bytes_per_column);
+            REQUIRE(t.count >= 1);
+            CHECK((t.width % 64 == 0 || t.width == columns));
+            CHECK(t.tail >= 1);
+            CHECK(t.tail <= t.width);
+            CHECK(t.begin(t.count - 1) + t.size(t.count - 1) == columns);
+            CHECK(t.is_tail(t.count - 1) == (t.tail != t.width));
+            // A tile's weights stay near the L2-sized target unless one
+            // 64-column block is already larger.
+            CHECK(t.width * bytes_per_column <= std::max<std::int64_t>(2 << 20, 64 * bytes_per_column));
+        }
+    }
+}
+
+TEST_CASE("the reference shapes are cut as designed") {
+    // glass: one tile per phase (small work, one primitive call each).
+    CHECK(plan_columns(341, 2 * 128 * 4).count == 1);
+    CHECK(plan_columns(128, 341 * 4).count == 1);
+    // llama7b: 64-column tiles, enough tasks for any core count.
+    CHECK(plan_columns(11008, 2 * 4096 * 4).width == 64);
+    CHECK(plan_columns(4096, 11008 * 4).width == 64);
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,36 @@
+# Finds the Debian packages swiglu builds on. Each failure names the package
+# to install, so a fresh Debian 12 machine needs no guesswork.
+
+function(swiglu_require found package what)
+  if(NOT ${found})
+    message(FATAL_ERROR "swiglu needs ${what}: install the Debian package '${package}' "
+                        "(apt-get install ${package})")
+  endif()
+endfunction()
+
+find_package(dnnl 2.6 CONFIG QUIET)
+swiglu_require(dnnl_FOUND libdnnl-dev "oneDNN 2.6")
+
+find_package(xsimd 8 CONFIG QUIET)
+swiglu_require(xsimd_FOUND libxsimd-dev "xsimd 8")
+# Debian's xsimd target names "xtl" as a link dependency, which exists only as
+# an optional header library (libxtl-dev) and would end up as a bare -lxtl.
+# xsimd is header-only and we don't use its xtl complex support: drop it.
+set_property(TARGET xsimd PROPERTY INTERFACE_LINK_LIBRARIES "")
+
+# Debian's oneDNN runs on OpenMP; we call omp_set_num_threads() to keep
+# oneDNN single-threaded inside our own workers.
+find_package(OpenMP QUIET COMPONENTS CXX)
+swiglu_require(OpenMP_CXX_FOUND libgomp1 "OpenMP (part of g++)")
+
+find_package(Threads REQUIRED)
+
+if(SWIGLU_BUILD_TESTS)
+  find_package(doctest CONFIG QUIET)
+  swiglu_require(doctest_FOUND doctest-dev "doctest")
+endif()
+
+if(SWIGLU_BUILD_BENCH)
+  find_package(benchmark CONFIG QUIET)
+  swiglu_require(benchmark_FOUND libbenchmark-dev "Google Benchmark")
+endif()

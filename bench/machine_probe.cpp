@@ -1,0 +1,538 @@
+// Machine probe: peak f32 FMA throughput and DRAM streaming-read bandwidth.
+//
+// Peak FLOP/s. The loop is one inline-asm block, so the compiler can neither
+// merge nor drop its chains: 12 accumulators, each its own dependency chain
+// acc = acc * 1.0f + 0.0f (vfmadd213ps), all initialised to 1.0f inside the
+// asm, so every value stays a normal 1.0f (uninitialised registers may hold
+// denormals, which halve the rate on some cores). 12 chains cover the FMA
+// latency x throughput of current x86 cores (4 cycles x 2 pipes = 8). The
+// widest ISA the CPU has is picked at run time (zmm, ymm or xmm), so the
+// binary runs on any x86-64.
+//
+// DRAM. A sum reduction with 8 vector accumulators over a 1 GiB buffer
+// written before timing (so its pages exist); best of 3 passes. With T
+// threads each reads its own slice at the same time, and the rate is all
+// bytes over the time from the common start to the last thread's finish.
+//
+// The measurements are taken in 3 rounds (every thread count once per round)
+// and the best of the rounds is kept, so that a burst of activity from other
+// processes doesn't spoil a value. Whole probe: ~1-2 s, most of it writing
+// the 1 GiB buffer.
+#include "machine_probe.hpp"
+
+#include <benchmark/benchmark.h>
+#include <immintrin.h>
+#include <pthread.h>
+#include <sched.h>
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <thread>
+
+namespace swiglu_bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) {
+    return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------- FMA loops
+
+// 12 chains x 16 lanes x 2 FLOPs per iteration.
+__attribute__((target("avx512f"))) void fma_loop_avx512(std::uint64_t iters) {
+    const float one = 1.0f;
+    asm volatile(
+        "vbroadcastss %[one], %%zmm12\n\t"        // multiplier 1.0f
+        "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"    // addend 0.0f
+        "vmovaps %%zmm12, %%zmm0\n\t"
+        "vmovaps %%zmm12, %%zmm1\n\t"
+        "vmovaps %%zmm12, %%zmm2\n\t"
+        "vmovaps %%zmm12, %%zmm3\n\t"
+        "vmovaps %%zmm12, %%zmm4\n\t"
+        "vmovaps %%zmm12, %%zmm5\n\t"
+        "vmovaps %%zmm12, %%zmm6\n\t"
+        "vmovaps %%zmm12, %%zmm7\n\t"
+        "vmovaps %%zmm12, %%zmm8\n\t"
+        "vmovaps %%zmm12, %%zmm9\n\t"
+        "vmovaps %%zmm12, %%zmm10\n\t"
+        "vmovaps %%zmm12, %%zmm11\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm0\n\t"  // zmm0 = zmm12 * zmm0 + zmm13
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm1\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm2\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm3\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm4\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm5\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm6\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm7\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm8\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm9\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm10\n\t"
+        "vfmadd213ps %%zmm13, %%zmm12, %%zmm11\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        "vzeroupper\n\t"
+        : [n] "+r"(iters)
+        : [one] "m"(one)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+          "xmm10", "xmm11", "xmm12", "xmm13", "cc");
+}
+
+// 12 chains x 8 lanes x 2 FLOPs per iteration.
+__attribute__((target("avx2,fma"))) void fma_loop_avx2(std::uint64_t iters) {
+    const float one = 1.0f;
+    asm volatile(
+        "vbroadcastss %[one], %%ymm12\n\t"
+        "vxorps %%ymm13, %%ymm13, %%ymm13\n\t"
+        "vmovaps %%ymm12, %%ymm0\n\t"
+        "vmovaps %%ymm12, %%ymm1\n\t"
+        "vmovaps %%ymm12, %%ymm2\n\t"
+        "vmovaps %%ymm12, %%ymm3\n\t"
+        "vmovaps %%ymm12, %%ymm4\n\t"
+        "vmovaps %%ymm12, %%ymm5\n\t"
+        "vmovaps %%ymm12, %%ymm6\n\t"
+        "vmovaps %%ymm12, %%ymm7\n\t"
+        "vmovaps %%ymm12, %%ymm8\n\t"
+        "vmovaps %%ymm12, %%ymm9\n\t"
+        "vmovaps %%ymm12, %%ymm10\n\t"
+        "vmovaps %%ymm12, %%ymm11\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm0\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm1\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm2\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm3\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm4\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm5\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm6\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm7\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm8\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm9\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm10\n\t"
+        "vfmadd213ps %%ymm13, %%ymm12, %%ymm11\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        "vzeroupper\n\t"
+        : [n] "+r"(iters)
+        : [one] "m"(one)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+          "xmm10", "xmm11", "xmm12", "xmm13", "cc");
+}
+
+// No FMA: 12 chains alternating acc *= 1 and acc += 0; each iteration issues
+// 12 mulps and 12 addps = 24 x 4 FLOPs.
+void fma_loop_sse2(std::uint64_t iters) {
+    const float one = 1.0f;
+    asm volatile(
+        "movss %[one], %%xmm12\n\t"
+        "shufps $0, %%xmm12, %%xmm12\n\t"
+        "xorps %%xmm13, %%xmm13\n\t"
+        "movaps %%xmm12, %%xmm0\n\t"
+        "movaps %%xmm12, %%xmm1\n\t"
+        "movaps %%xmm12, %%xmm2\n\t"
+        "movaps %%xmm12, %%xmm3\n\t"
+        "movaps %%xmm12, %%xmm4\n\t"
+        "movaps %%xmm12, %%xmm5\n\t"
+        "movaps %%xmm12, %%xmm6\n\t"
+        "movaps %%xmm12, %%xmm7\n\t"
+        "movaps %%xmm12, %%xmm8\n\t"
+        "movaps %%xmm12, %%xmm9\n\t"
+        "movaps %%xmm12, %%xmm10\n\t"
+        "movaps %%xmm12, %%xmm11\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "mulps %%xmm12, %%xmm0\n\t"
+        "addps %%xmm13, %%xmm1\n\t"
+        "mulps %%xmm12, %%xmm2\n\t"
+        "addps %%xmm13, %%xmm3\n\t"
+        "mulps %%xmm12, %%xmm4\n\t"
+        "addps %%xmm13, %%xmm5\n\t"
+        "mulps %%xmm12, %%xmm6\n\t"
+        "addps %%xmm13, %%xmm7\n\t"
+        "mulps %%xmm12, %%xmm8\n\t"
+        "addps %%xmm13, %%xmm9\n\t"
+        "mulps %%xmm12, %%xmm10\n\t"
+        "addps %%xmm13, %%xmm11\n\t"
+        "addps %%xmm13, %%xmm0\n\t"
+        "mulps %%xmm12, %%xmm1\n\t"
+        "addps %%xmm13, %%xmm2\n\t"
+        "mulps %%xmm12, %%xmm3\n\t"
+        "addps %%xmm13, %%xmm4\n\t"
+        "mulps %%xmm12, %%xmm5\n\t"
+        "addps %%xmm13, %%xmm6\n\t"
+        "mulps %%xmm12, %%xmm7\n\t"
+        "addps %%xmm13, %%xmm8\n\t"
+        "mulps %%xmm12, %%xmm9\n\t"
+        "addps %%xmm13, %%xmm10\n\t"
+        "mulps %%xmm12, %%xmm11\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        : [n] "+r"(iters)
+        : [one] "m"(one)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+          "xmm10", "xmm11", "xmm12", "xmm13", "cc");
+}
+
+// ---------------------------------------------------------------- read loops
+// n is a multiple of 128 floats; p is 64-byte aligned.
+
+__attribute__((target("avx512f"))) float read_avx512(const float* p, std::size_t n) {
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+           a7 = a0;
+    for (std::size_t i = 0; i < n; i += 128) {
+        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
+        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
+        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
+        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
+        a4 = _mm512_add_ps(a4, _mm512_load_ps(p + i + 64));
+        a5 = _mm512_add_ps(a5, _mm512_load_ps(p + i + 80));
+        a6 = _mm512_add_ps(a6, _mm512_load_ps(p + i + 96));
+        a7 = _mm512_add_ps(a7, _mm512_load_ps(p + i + 112));
+    }
+    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
+                       _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
+    alignas(64) float lanes[16];
+    _mm512_store_ps(lanes, a0);
+    float s = 0;
+    for (float v : lanes) s += v;
+    return s;
+}
+
+__attribute__((target("avx2"))) float read_avx2(const float* p, std::size_t n) {
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+           a7 = a0;
+    for (std::size_t i = 0; i < n; i += 64) {
+        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
+        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
+        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
+        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
+        a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
+        a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
+        a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
+        a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
+    }
+    a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
+                       _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
+    alignas(32) float lanes[8];
+    _mm256_store_ps(lanes, a0);
+    float s = 0;
+    for (float v : lanes) s += v;
+    return s;
+}
+
+float read_sse2(const float* p, std::size_t n) {
+    __m128 a0 = _mm_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
+           a7 = a0;
+    for (std::size_t i = 0; i < n; i += 32) {
+        a0 = _mm_add_ps(a0, _mm_load_ps(p + i));
+        a1 = _mm_add_ps(a1, _mm_load_ps(p + i + 4));
+        a2 = _mm_add_ps(a2, _mm_load_ps(p + i + 8));
+        a3 = _mm_add_ps(a3, _mm_load_ps(p + i + 12));
+        a4 = _mm_add_ps(a4, _mm_load_ps(p + i + 16));
+        a5 = _mm_add_ps(a5, _mm_load_ps(p + i + 20));
+        a6 = _mm_add_ps(a6, _mm_load_ps(p + i + 24));
+        a7 = _mm_add_ps(a7, _mm_load_ps(p + i + 28));
+    }
+    a0 = _mm_add_ps(_mm_add_ps(_mm_add_ps(a0, a1), _mm_add_ps(a2, a3)),
+                    _mm_add_ps(_mm_add_ps(a4, a5), _mm_add_ps(a6, a7)));
+    alignas(16) float lanes[4];
+    _mm_store_ps(lanes, a0);
+    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+}
+
+struct Kernels {
+    const char* isa;
+    void (*fma)(std::uint64_t);
+    double flops_per_iter;
+    float (*read)(const float*, std::size_t);
+};
+
+Kernels pick_kernels() {
+    __builtin_cpu_init();
+    if (__builtin_cpu_supports("avx512f")) return {"avx512f", fma_loop_avx512, 12 * 16 * 2, read_avx512};
+    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        return {"avx2+fma", fma_loop_avx2, 12 * 8 * 2, read_avx2};
+    return {"sse2", fma_loop_sse2, 24 * 4, read_sse2};
+}
+
+// ---------------------------------------------------------------- threads
+
+std::vector<int> affinity_cpus() {
+    std::vector<int> cpus;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0)
+        for (int c = 0; c < CPU_SETSIZE; ++c)
+            if (CPU_ISSET(c, &set)) cpus.push_back(c);
+    return cpus;
+}
+
+// All threads leave wait() together; reusable.
+class SpinBarrier {
+public:
+    explicit SpinBarrier(int n) : n_(n) {}
+    void wait() {
+        const int gen = gen_.load(std::memory_order_acquire);
+        if (count_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
+            count_.store(0, std::memory_order_relaxed);
+            gen_.fetch_add(1, std::memory_order_acq_rel);
+            return;
+        }
+        while (gen_.load(std::memory_order_acquire) == gen) std::this_thread::yield();
+    }
+
+private:
+    const int n_;
+    std::atomic<int> count_{0};
+    std::atomic<int> gen_{0};
+};
+
+// Runs fn(i) on `n` new threads, thread i pinned to the i-th CPU of this
+// process's affinity set (mod its size); returns when all are done.
+void run_pinned(int n, const std::function<void(int)>& fn) {
+    static const std::vector<int> cpus = affinity_cpus();
+    std::vector<std::thread> threads;
+    threads.reserve(n);
+    for (int i = 0; i < n; ++i) {
+        threads.emplace_back([&fn, i] {
+            if (!cpus.empty()) {
+                cpu_set_t set;
+                CPU_ZERO(&set);
+                CPU_SET(cpus[std::size_t(i) % cpus.size()], &set);
+                pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+            }
+            fn(i);
+        });
+    }
+    for (auto& t : threads) t.join();
+}
+
+volatile float g_sink = 0;
+
+// ---------------------------------------------------------------- measurements
+
+// Iterations of the FMA loop that take about `seconds` on one thread.
+std::uint64_t calibrate_fma(const Kernels& k, double seconds) {
+    std::uint64_t iters = 1 << 14;
+    for (;;) {
+        const auto t0 = Clock::now();
+        k.fma(iters);
+        const double s = seconds_since(t0);
+        if (s > 0.02) return std::max<std::uint64_t>(1, std::uint64_t(double(iters) * seconds / s));
+        iters *= 2;
+    }
+}
+
+// Sum over T threads of each one's FMA rate, GFLOP/s; best of `reps` runs
+// that all threads start together.
+double measure_peak(const Kernels& k, int threads, std::uint64_t iters, int reps) {
+    std::vector<double> rate(std::size_t(threads) * std::size_t(reps), 0.0);
+    SpinBarrier barrier(threads);
+    run_pinned(threads, [&](int i) {
+        k.fma(iters / 4 + 1);  // warm up the core (clock, power state)
+        for (int r = 0; r < reps; ++r) {
+            barrier.wait();
+            const auto t0 = Clock::now();
+            k.fma(iters);
+            rate[std::size_t(r) * threads + i] =
+                double(iters) * k.flops_per_iter / seconds_since(t0) * 1e-9;
+        }
+    });
+    double best = 0;
+    for (int r = 0; r < reps; ++r) {
+        double sum = 0;
+        for (int i = 0; i < threads; ++i) sum += rate[std::size_t(r) * threads + i];
+        best = std::max(best, sum);
+    }
+    return best;
+}
+
+struct ReadBuffer {
+    float* data = nullptr;
+    std::size_t floats = 0;
+    ~ReadBuffer() { std::free(data); }
+};
+
+// Allocates `bytes` (falls back to smaller sizes) and writes every page,
+// each of `threads` threads its own slice.
+void make_read_buffer(ReadBuffer& buf, std::size_t bytes, int threads) {
+    const std::size_t align = std::size_t(2) << 20;
+    while (bytes >= (std::size_t(64) << 20)) {
+        buf.data = static_cast<float*>(std::aligned_alloc(align, bytes));
+        if (buf.data) break;
+        bytes /= 2;
+    }
+    if (!buf.data) return;
+    madvise(buf.data, bytes, MADV_HUGEPAGE);
+    buf.floats = bytes / sizeof(float);
+    run_pinned(threads, [&](int i) {
+        const std::size_t lo = buf.floats * std::size_t(i) / std::size_t(threads);
+        const std::size_t hi = buf.floats * std::size_t(i + 1) / std::size_t(threads);
+        std::fill(buf.data + lo, buf.data + hi, 1.0f);
+    });
+}
+
+// All bytes read over (last finish - first start), GB/s; best of `passes`.
+double measure_dram(const Kernels& k, const ReadBuffer& buf, int threads, int passes) {
+    // Slices are multiples of 128 floats (the read kernels' step).
+    const std::size_t blocks = buf.floats / 128;
+    std::vector<Clock::time_point> start(std::size_t(threads) * passes),
+        stop(std::size_t(threads) * passes);
+    SpinBarrier barrier(threads);
+    run_pinned(threads, [&](int i) {
+        const std::size_t lo = blocks * std::size_t(i) / std::size_t(threads) * 128;
+        const std::size_t hi = blocks * std::size_t(i + 1) / std::size_t(threads) * 128;
+        float sum = 0;
+        for (int p = 0; p < passes; ++p) {
+            barrier.wait();
+            start[std::size_t(p) * threads + i] = Clock::now();
+            sum += k.read(buf.data + lo, hi - lo);
+            stop[std::size_t(p) * threads + i] = Clock::now();
+        }
+        g_sink = g_sink + sum;
+    });
+    const double bytes = double(blocks * 128) * sizeof(float);
+    double best = 0;
+    for (int p = 0; p < passes; ++p) {
+        auto t0 = start[std::size_t(p) * threads], t1 = stop[std::size_t(p) * threads];
+        for (int i = 1; i < threads; ++i) {
+            t0 = std::min(t0, start[std::size_t(p) * threads + i]);
+            t1 = std::max(t1, stop[std::size_t(p) * threads + i]);
+        }
+        best = std::max(best, bytes / std::chrono::duration<double>(t1 - t0).count() * 1e-9);
+    }
+    return best;
+}
+
+std::string read_cpu_model() {
+    std::ifstream in("/proc/cpuinfo");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.rfind("model name", 0) == 0) {
+            const auto colon = line.find(':');
+            if (colon == std::string::npos) break;
+            auto value = line.substr(colon + 1);
+            const auto first = value.find_first_not_of(" \t");
+            return first == std::string::npos ? std::string() : value.substr(first);
+        }
+    }
+    return "unknown";
+}
+
+// Percentage of CPU time idle over `seconds`, from /proc/stat; -1 if unknown.
+double cpu_idle_pct(double seconds) {
+    auto sample = [](unsigned long long& idle, unsigned long long& total) {
+        std::ifstream in("/proc/stat");
+        std::string cpu;
+        unsigned long long v[8] = {};
+        if (!(in >> cpu) || cpu != "cpu") return false;
+        for (auto& x : v)
+            if (!(in >> x)) return false;
+        idle = v[3] + v[4];  // idle + iowait
+        total = 0;
+        for (auto x : v) total += x;
+        return true;
+    };
+    unsigned long long i0 = 0, t0 = 0, i1 = 0, t1 = 0;
+    if (!sample(i0, t0)) return -1;
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    if (!sample(i1, t1) || t1 <= t0) return -1;
+    return 100.0 * double(i1 - i0) / double(t1 - t0);
+}
+
+MachineProbe g_probe;
+
+std::string fmt1(double v) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
+}
+
+}  // namespace
+
+double MachineProbe::peak(int t) const {
+    if (peak_gflops.empty()) return 0;
+    auto it = peak_gflops.upper_bound(t);
+    if (it == peak_gflops.begin()) return peak_gflops.begin()->second;
+    --it;
+    return it->first == t ? it->second : it->second / it->first * t;
+}
+
+double MachineProbe::dram(int t) const {
+    if (dram_gbs.empty()) return 0;
+    auto it = dram_gbs.upper_bound(t);
+    if (it == dram_gbs.begin()) return dram_gbs.begin()->second;
+    return std::prev(it)->second;
+}
+
+const MachineProbe& machine() { return g_probe; }
+
+const MachineProbe& run_machine_probe(int threads_default) {
+    const auto t_start = Clock::now();
+    const Kernels k = pick_kernels();
+    MachineProbe p;
+    p.cpu_model = read_cpu_model();
+    p.isa = k.isa;
+    p.threads_default = std::max(1, threads_default);
+    p.threads = {1, 2};
+    if (p.threads_default > 2) p.threads.push_back(p.threads_default);
+    const int max_threads = p.threads.back();
+    p.idle_pct_before = cpu_idle_pct(0.2);
+    if (p.idle_pct_before >= 0 && p.idle_pct_before < 80)
+        std::fprintf(stderr,
+                     "swiglu_bench: warning: CPUs only %.0f%% idle before the machine probe; other "
+                     "processes are running, so the probe and the benchmarks will read low\n",
+                     p.idle_pct_before);
+
+    // Three rounds, each measuring every thread count once (FMA: best of
+    // 2 x 35 ms; DRAM: one pass over 1 GiB), and the best of the rounds is
+    // kept: spreading the measurements over ~1 s lets them find a quiet
+    // moment when other processes share the machine.
+    const std::uint64_t iters = calibrate_fma(k, 0.035);
+    ReadBuffer buf;
+    make_read_buffer(buf, std::size_t(1) << 30, max_threads);
+    for (int round = 0; round < 3; ++round) {
+        for (int t : p.threads)
+            p.peak_gflops[t] = std::max(p.peak_gflops[t], measure_peak(k, t, iters, 2));
+        if (buf.data)
+            for (int t : p.threads)
+                p.dram_gbs[t] = std::max(p.dram_gbs[t], measure_dram(k, buf, t, 1));
+    }
+    p.seconds = seconds_since(t_start);
+    p.measured = true;
+    g_probe = p;
+    return g_probe;
+}
+
+void add_probe_context(const MachineProbe& p) {
+    benchmark::AddCustomContext("cpu_model", p.cpu_model);
+    benchmark::AddCustomContext("probe_isa", p.isa);
+    benchmark::AddCustomContext("swiglu_threads_default", std::to_string(p.threads_default));
+    for (const auto& [t, v] : p.peak_gflops)
+        benchmark::AddCustomContext("peak_fp32_gflops_" + std::to_string(t) + "t", fmt1(v));
+    for (const auto& [t, v] : p.dram_gbs)
+        benchmark::AddCustomContext("dram_read_gbs_" + std::to_string(t) + "t", fmt1(v));
+    benchmark::AddCustomContext("probe_seconds", fmt1(p.seconds));
+    benchmark::AddCustomContext("probe_cpu_idle_pct_before", fmt1(p.idle_pct_before));
+}
+
+void print_probe(const MachineProbe& p) {
+    std::printf("cpu_model: %s\nprobe_isa: %s\nswiglu_threads_default: %d\n", p.cpu_model.c_str(),
+                p.isa.c_str(), p.threads_default);
+    for (const auto& [t, v] : p.peak_gflops) std::printf("peak_fp32_gflops_%dt: %.1f\n", t, v);
+    for (const auto& [t, v] : p.dram_gbs) std::printf("dram_read_gbs_%dt: %.1f\n", t, v);
+    std::printf("probe_seconds: %.1f\nprobe_cpu_idle_pct_before: %.1f\n", p.seconds,
+                p.idle_pct_before);
+}
+
+}  // namespace swiglu_bench

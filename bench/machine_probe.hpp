@@ -1,0 +1,47 @@
+// What this machine can do at most, measured once when swiglu_bench starts:
+// peak f32 FMA throughput and DRAM streaming-read bandwidth, on 1 thread and
+// on the larger thread counts the benchmarks use. The roofline counters of the
+// benchmarks divide by these numbers.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace swiglu_bench {
+
+struct MachineProbe {
+    std::string cpu_model;     // /proc/cpuinfo "model name"
+    std::string isa;           // ISA of the probe kernels: avx512f, avx2+fma or sse2
+    int threads_default = 1;   // what swiglu::Options{threads = 0} resolves to
+    std::vector<int> threads;  // thread counts measured
+    std::map<int, double> peak_gflops;  // threads -> GFLOP/s, all threads together
+    std::map<int, double> dram_gbs;     // threads -> GB/s (1e9 bytes/s), all threads together
+    double seconds = 0;        // how long the probe took
+    // Share of all CPUs idle during 0.2 s just before the probe (-1 if
+    // unknown). Well below 100 means other processes were running: the
+    // probe values (and every benchmark) are then likely too low.
+    double idle_pct_before = -1;
+    bool measured = false;
+
+    // The value for `threads`; a count that was not measured is estimated
+    // from the nearest measured one below it (scaled linearly for the FMA
+    // peak, not scaled for bandwidth).
+    double peak(int threads) const;
+    double dram(int threads) const;
+};
+
+// The process-wide probe result (empty until run_machine_probe()).
+const MachineProbe& machine();
+
+// Measures peak FLOP/s and DRAM bandwidth for 1, 2 and `threads_default`
+// threads (the latter when it is > 2). Takes about 1-3 s.
+const MachineProbe& run_machine_probe(int threads_default);
+
+// Adds the probe values to Google Benchmark's context (console and JSON).
+void add_probe_context(const MachineProbe& probe);
+
+// One line per value, for --profile.
+void print_probe(const MachineProbe& probe);
+
+}  // namespace swiglu_bench

@@ -1,0 +1,201 @@
+// swiglu_bench: Google Benchmark binary for the swiglu library.
+//
+//   swiglu_bench [--quick] [--benchmark_* flags]   the benchmarks
+//   swiglu_bench --profile [--quick]               the README table
+//   swiglu_bench --probe                           only the machine probe
+//
+// --quick skips llama7b (541 MB of f32 weights) for CI smoke runs.
+// The machine probe (peak FLOP/s, DRAM bandwidth) runs first; its values go
+// into the benchmark context (console and JSON) and into the roofline
+// counters. After the benchmarks a summary pairs each ffn row with its
+// baseline row (to stderr when the output format is not console, so JSON
+// on stdout stays valid).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "machine_probe.hpp"
+#include "shapes.hpp"
+
+namespace {
+
+// Forwards everything to another reporter, after two changes to the ffn and
+// baseline rows: their names lose the suffixes Google Benchmark appends for
+// per-benchmark settings (/min_time:0.200, /iterations:2, /real_time), so they
+// read ffn/<shape>/f32/M:<tokens>/T:<threads> in every format; and, when
+// `collect`, they are kept for the summary.
+class ForwardingReporter : public benchmark::BenchmarkReporter {
+public:
+    ForwardingReporter(benchmark::BenchmarkReporter* inner, bool collect)
+        : inner_(inner), collect_(collect) {}
+
+    bool ReportContext(const Context& context) override {
+        // RunSpecifiedBenchmarks sets the streams on this object (e.g. the
+        // --benchmark_out file); the inner reporter writes to the same ones.
+        inner_->SetOutputStream(&GetOutputStream());
+        inner_->SetErrorStream(&GetErrorStream());
+        return inner_->ReportContext(context);
+    }
+
+    void ReportRuns(const std::vector<Run>& runs) override {
+        std::vector<Run> out = runs;
+        for (Run& r : out) {
+            const std::string& fn = r.run_name.function_name;
+            if (fn.rfind("ffn/", 0) != 0 && fn.rfind("baseline/", 0) != 0) continue;
+            r.run_name.min_time.clear();
+            r.run_name.iterations.clear();
+            r.run_name.time_type.clear();
+            if (collect_) collect(r);
+        }
+        inner_->ReportRuns(out);
+    }
+
+    void Finalize() override { inner_->Finalize(); }
+
+    bool console() const { return dynamic_cast<benchmark::ConsoleReporter*>(inner_) != nullptr; }
+
+    void print_summary(std::FILE* out) const {
+        std::vector<std::pair<int, const std::string*>> order;
+        for (const auto& [key, row] : rows_)
+            if (row.ffn.n && row.base.n) order.emplace_back(row.order, &key);
+        if (order.empty()) return;
+        std::sort(order.begin(), order.end());
+        std::fprintf(out, "\nffn vs baseline (speedup = baseline time / ffn time)\n");
+        std::fprintf(out, "%-24s %14s %14s %8s %9s %10s\n", "shape/dtype/M/T", "ffn_us",
+                     "baseline_us", "speedup", "ffn_roof%", "base_roof%");
+        for (const auto& [o, key] : order) {
+            const Row& row = rows_.at(*key);
+            const double f = row.ffn.ns / row.ffn.n, b = row.base.ns / row.base.n;
+            std::fprintf(out, "%-24s %14.2f %14.2f %7.2fx %9.1f %10.1f\n", key->c_str(),
+                         f * 1e-3, b * 1e-3, b / f, row.ffn.roof / row.ffn.n,
+                         row.base.roof / row.base.n);
+        }
+        std::fflush(out);
+    }
+
+private:
+    struct Acc {
+        double ns = 0, roof = 0;
+        int n = 0;
+    };
+    struct Row {
+        int order = -1;
+        Acc ffn, base;
+    };
+
+    void collect(const Run& r) {
+        if (r.run_type != Run::RT_Iteration || r.error_occurred) return;
+        const std::string name = r.benchmark_name();
+        const bool ffn = name.rfind("ffn/", 0) == 0;
+        const std::string key = name.substr(ffn ? 4 : 9);
+        auto it = r.counters.find("ns_per_call");
+        if (it == r.counters.end()) return;
+        Row& row = rows_[key];
+        if (row.order < 0) row.order = int(rows_.size());
+        Acc& acc = ffn ? row.ffn : row.base;
+        acc.ns += it->second.value;
+        if (auto rp = r.counters.find("roofline_pct"); rp != r.counters.end())
+            acc.roof += rp->second.value;
+        acc.n += 1;
+    }
+
+    benchmark::BenchmarkReporter* inner_;  // not owned (may be library-static)
+    bool collect_;
+    std::map<std::string, Row> rows_;
+};
+
+// The reporter --benchmark_out_format asks for (json by default).
+benchmark::BenchmarkReporter* make_file_reporter(const std::string& format) {
+    if (format == "console") return new benchmark::ConsoleReporter(benchmark::ConsoleReporter::OO_None);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+    if (format == "csv") return new benchmark::CSVReporter;
+#pragma GCC diagnostic pop
+    return new benchmark::JSONReporter;
+}
+
+// Value of --name=value or --name value in argv, "" if absent.
+std::string flag_value(const std::vector<char*>& args, const char* name) {
+    const std::size_t n = std::strlen(name);
+    std::string value;
+    for (std::size_t i = 1; i < args.size(); ++i) {
+        if (std::strncmp(args[i], name, n) != 0) continue;
+        if (args[i][n] == '=') value = args[i] + n + 1;
+    }
+    return value;
+}
+
+bool flag_is_set(const char* arg, const char* name) {
+    const std::size_t n = std::strlen(name);
+    if (std::strncmp(arg, name, n) != 0) return false;
+    if (arg[n] == '\0') return true;
+    if (arg[n] != '=') return false;
+    const char* v = arg + n + 1;
+    return !(std::strcmp(v, "false") == 0 || std::strcmp(v, "0") == 0 || std::strcmp(v, "no") == 0);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    bool profile = false, quick = false, probe_only = false, listing = false;
+    std::vector<char*> args;
+    for (int i = 0; i < argc; ++i) {
+        if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {
+            profile = true;
+        } else if (i > 0 && std::strcmp(argv[i], "--quick") == 0) {
+            quick = true;
+        } else if (i > 0 && std::strcmp(argv[i], "--probe") == 0) {
+            probe_only = true;
+        } else {
+            if (i > 0 && flag_is_set(argv[i], "--benchmark_list_tests")) listing = true;
+            args.push_back(argv[i]);
+        }
+    }
+    const std::string out_file = flag_value(args, "--benchmark_out");
+    std::string out_format = flag_value(args, "--benchmark_out_format");
+    int args_n = int(args.size());
+    args.push_back(nullptr);
+    benchmark::Initialize(&args_n, args.data());
+    if (benchmark::ReportUnrecognizedArguments(args_n, args.data())) return 1;
+
+    const swiglu_bench::LibraryInfo lib = swiglu_bench::library_info();
+    if (!listing) {
+        const auto& probe = swiglu_bench::run_machine_probe(lib.threads_default);
+        swiglu_bench::add_probe_context(probe);
+        if (lib.error.empty()) {
+            benchmark::AddCustomContext("swiglu_matmul", lib.matmul);
+            benchmark::AddCustomContext("swiglu_activation", lib.activation);
+        } else {
+            benchmark::AddCustomContext("swiglu_error", lib.error);
+        }
+    }
+    if (probe_only) {
+        swiglu_bench::print_probe(swiglu_bench::machine());
+        return 0;
+    }
+    if (profile) {
+        const int rc = swiglu_bench::run_profile(quick);
+        benchmark::Shutdown();
+        return rc;
+    }
+
+    swiglu_bench::register_ffn_benchmarks(quick,
+                                          swiglu_bench::bench_thread_counts(lib.threads_default));
+    ForwardingReporter display(benchmark::CreateDefaultDisplayReporter(), true);
+    if (out_file.empty()) {
+        benchmark::RunSpecifiedBenchmarks(&display);
+    } else {
+        std::unique_ptr<benchmark::BenchmarkReporter> file_inner(make_file_reporter(out_format));
+        ForwardingReporter file(file_inner.get(), false);
+        benchmark::RunSpecifiedBenchmarks(&display, &file);
+    }
+    display.print_summary(display.console() ? stdout : stderr);
+    benchmark::Shutdown();
+    return 0;
+}

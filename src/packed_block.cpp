@@ -25,14 +25,14 @@ Slice slice(const WeightView& w, std::int64_t col0, std::int64_t width) {
 
 // Creates the kernels of `phase` for every row height and tile width; the
 // 64-row kernel picks the packed weight layout, the others must share it.
-void make_kernels(Phase& phase) {
+void make_kernels(Phase& phase, int min_bucket) {
     const std::int64_t widths[2] = {phase.columns.width, phase.columns.tail};
     for (int tail = 0; tail < 2; ++tail) {
         if (tail == 1 && phase.columns.tail == phase.columns.width) break;
         const std::int64_t n = widths[tail] * phase.outputs_per_column;
         MatmulKernel& top = phase.kernels[tail][kRowBuckets - 1];
         top = make_matmul(kMaxRowTile, phase.k, n, nullptr);
-        for (int b = 0; b + 1 < kRowBuckets; ++b)
+        for (int b = min_bucket; b + 1 < kRowBuckets; ++b)
             phase.kernels[tail][b] =
                 make_matmul(std::int64_t{1} << b, phase.k, n, &top.weights);
     }
@@ -51,8 +51,9 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
     down.k = f;
     down.columns = plan_columns(d, f * std::int64_t{sizeof(float)});
 
-    make_kernels(gate_up);
-    make_kernels(down);
+    min_bucket = min_row_bucket(3 * d * f * std::int64_t{sizeof(float)});
+    make_kernels(gate_up, min_bucket);
+    make_kernels(down, min_bucket);
 
     for (std::int64_t j = 0; j < gate_up.columns.count; ++j) {
         const MatmulKernel& kernel = gate_up.kernel(j, kRowBuckets - 1);

@@ -8,8 +8,8 @@ namespace swiglu::detail {
 namespace {
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-int bucket_of(std::int64_t height) {
-    int b = 0;
+int bucket_of(std::int64_t height, int min_bucket) {
+    int b = min_bucket;
     while ((std::int64_t{1} << b) < height) ++b;
     return b;
 }
@@ -28,21 +28,26 @@ ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
     return t;
 }
 
-int plan_rows(std::int64_t rows, RowTile (&tiles)[kMaxRowTilesPerChunk]) {
+int min_row_bucket(std::int64_t weight_bytes) {
+    constexpr std::int64_t kCacheResident = std::int64_t{8} << 20;
+    return weight_bytes > kCacheResident ? 2 : 0;
+}
+
+int plan_rows(std::int64_t rows, int min_bucket, RowTile (&tiles)[kMaxRowTilesPerChunk]) {
     assert(rows >= 1 && rows <= kChunkRows);
     int n = 0;
     std::int64_t row0 = 0;
     std::int64_t left = rows;
     while (left > 0) {
         const std::int64_t full = std::min(left, kMaxRowTile);
-        const int up = bucket_of(full);  // smallest height holding them all
+        const int up = bucket_of(full, min_bucket);  // smallest height holding them all
         const std::int64_t height = std::int64_t{1} << up;
         // Pad when few rows are left or padding wastes at most a quarter.
         if (left == full && (left <= 16 || height - left <= height / 4)) {
             tiles[n++] = {row0, left, up};
             break;
         }
-        const int down = left >= kMaxRowTile ? bucket_of(kMaxRowTile)
+        const int down = left >= kMaxRowTile ? bucket_of(kMaxRowTile, min_bucket)
                                              : (height == left ? up : up - 1);
         const std::int64_t take = std::int64_t{1} << down;
         tiles[n++] = {row0, take, down};

@@ -28,11 +28,12 @@ struct ColumnTiling {
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
                           std::int64_t tile_bytes = std::int64_t{1} << 20);
 
-// Row tiles: primitives exist for heights 1, 2, 4, ..., 64 only (a handful
+// Row tiles: primitives exist for heights 4, 8, 16, 32, 64 only (a handful
 // serve every token count). Rows are cut into 64-row tiles, then smaller
 // powers of two; the last few rows are padded up to the next height when that
 // wastes little (they are memory-bound anyway), so at most the last tile of a
-// chunk is padded.
+// chunk is padded. Tiles are at least 1 << min_bucket rows (see
+// min_row_bucket).
 inline constexpr int kRowBuckets = 7;               // heights 1 << 0 .. 1 << 6
 inline constexpr std::int64_t kMaxRowTile = 64;
 // Tokens are processed in chunks of this many rows, so scratch memory does
@@ -50,7 +51,15 @@ struct RowTile {
     bool padded() const { return rows < height(); }
 };
 
-// Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows; returns how many.
-int plan_rows(std::int64_t rows, RowTile (&tiles)[kMaxRowTilesPerChunk]);
+// The shortest row tile for a block with `weight_bytes` of weights. Weights
+// streamed from DRAM want >= 4 rows: oneDNN 2.6's brgemm reads them at ~19
+// GB/s with 1 row but ~24 GB/s with 3-6 rows on this machine (measured), and
+// decode is bound by that stream. Weights that stay in cache want 1 row: there
+// the 4x compute of padding shows (glass at 1 token: 6.4 us vs 11 us).
+int min_row_bucket(std::int64_t weight_bytes);
+
+// Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows, no tile shorter
+// than 1 << min_bucket; returns how many.
+int plan_rows(std::int64_t rows, int min_bucket, RowTile (&tiles)[kMaxRowTilesPerChunk]);
 
 }  // namespace swiglu::detail

@@ -11,10 +11,12 @@ using namespace swiglu::detail;
 TEST_SUITE("tiling") {
 
 TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
+    for (int min_bucket : {0, 2})
     for (std::int64_t rows = 1; rows <= kChunkRows; ++rows) {
         CAPTURE(rows);
+        CAPTURE(min_bucket);
         RowTile tiles[kMaxRowTilesPerChunk];
-        const int n = plan_rows(rows, tiles);
+        const int n = plan_rows(rows, min_bucket, tiles);
         REQUIRE(n >= 1);
         REQUIRE(n <= kMaxRowTilesPerChunk);
         std::int64_t next = 0;
@@ -24,6 +26,7 @@ TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
             CHECK(tiles[i].rows <= tiles[i].height());
             CHECK(tiles[i].height() <= kMaxRowTile);
             CHECK(tiles[i].bucket < kRowBuckets);
+            CHECK(tiles[i].bucket >= min_bucket);
             if (i + 1 < n) CHECK(!tiles[i].padded());
             // A padded tile never runs past the chunk's act buffer.
             CHECK(tiles[i].row0 + tiles[i].height() <= kChunkRows);
@@ -36,13 +39,19 @@ TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
 TEST_CASE("padding wastes little") {
     RowTile tiles[kMaxRowTilesPerChunk];
     // 37 = 32 + 5 (padded to 8), not 64.
-    REQUIRE(plan_rows(37, tiles) == 2);
+    REQUIRE(plan_rows(37, 0, tiles) == 2);
     CHECK(tiles[0].height() == 32);
     CHECK(tiles[1].rows == 5);
     CHECK(tiles[1].height() == 8);
-    // 1 token is one 1-row tile.
-    REQUIRE(plan_rows(1, tiles) == 1);
+    // 1 token is one tile of the shortest height.
+    REQUIRE(plan_rows(1, 0, tiles) == 1);
     CHECK(tiles[0].height() == 1);
+    REQUIRE(plan_rows(1, 2, tiles) == 1);
+    CHECK(tiles[0].height() == 4);
+    CHECK(tiles[0].rows == 1);
+    // Streamed weights get 4-row tiles at least, cache-resident ones 1-row.
+    CHECK(min_row_bucket(3 * 4096 * 11008 * 4) == 2);
+    CHECK(min_row_bucket(3 * 128 * 341 * 4) == 0);
 }
 
 TEST_CASE("column tiles cover every column, widths a multiple of 64") {

@@ -96,7 +96,7 @@ public:
           pool(threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr),
           threads(threads) {}
 
-    void forward(const float* x, float* y, std::int64_t tokens);
+    void forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace);
 
     PackedBlock block;
     std::unique_ptr<ThreadPool> pool;
@@ -115,7 +115,7 @@ private:
     std::array<Slot, kSlots> slots_;
 };
 
-void FfnImpl::forward(const float* x, float* y, std::int64_t tokens) {
+void FfnImpl::forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) {
     OmpSerialScope serial;
     for (int s = 0; s < kSlots; ++s) {
         Slot& slot = slots_[static_cast<std::size_t>(s)];
@@ -127,12 +127,12 @@ void FfnImpl::forward(const float* x, float* y, std::int64_t tokens) {
         const bool with_pool = s == 0 && pool;
         if (!slot.workspace)
             slot.workspace = std::make_unique<Workspace>(block, with_pool ? threads : 1);
-        run_block(block, *slot.workspace, with_pool ? pool.get() : nullptr, x, y, tokens);
+        run_block(block, *slot.workspace, with_pool ? pool.get() : nullptr, x, y, tokens, trace);
         return;
     }
     // More concurrent callers than slots: this call pays for its own scratch.
     Workspace own(block, 1);
-    run_block(block, own, nullptr, x, y, tokens);
+    run_block(block, own, nullptr, x, y, tokens, trace);
 }
 
 }  // namespace detail
@@ -180,11 +180,13 @@ Implementation Ffn::implementation() const {
     return {impl.block.implementation, detail::silu_mul_isa_name(), impl.threads};
 }
 
-void Ffn::forward(const float* x, float* y, std::int64_t tokens) const {
-    const detail::FfnImpl& impl = live(impl_);
+namespace {
+// Checks a forward call's arguments; returns false when there is nothing to do.
+bool check_forward(const detail::FfnImpl& impl, const float* x, const float* y,
+                   std::int64_t tokens) {
     const std::int64_t d = impl.block.d;
     if (tokens < 0) invalid("forward: tokens must be >= 0 (got " + std::to_string(tokens) + ")");
-    if (tokens == 0) return;
+    if (tokens == 0) return false;
     if (!x) invalid("forward: x is null");
     if (!y) invalid("forward: y is null");
     std::int64_t elems = 0;
@@ -196,7 +198,34 @@ void Ffn::forward(const float* x, float* y, std::int64_t tokens) const {
     const auto bytes = static_cast<std::uintptr_t>(elems) * sizeof(float);
     if (xa != ya && xa < ya + bytes && ya < xa + bytes)
         invalid("forward: x and y overlap; y must be x itself or a separate buffer");
-    guarded("forward", [&] { const_cast<detail::FfnImpl&>(impl).forward(x, y, tokens); });
+    return true;
+}
+}  // namespace
+
+void Ffn::forward(const float* x, float* y, std::int64_t tokens) const {
+    const detail::FfnImpl& impl = live(impl_);
+    if (!check_forward(impl, x, y, tokens)) return;
+    guarded("forward",
+            [&] { const_cast<detail::FfnImpl&>(impl).forward(x, y, tokens, nullptr); });
+}
+
+void Ffn::forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const {
+    const detail::FfnImpl& impl = live(impl_);
+    const bool work = check_forward(impl, x, y, tokens);
+    const auto f = static_cast<std::size_t>(impl.block.f), d = static_cast<std::size_t>(impl.block.d);
+    const auto m = static_cast<std::size_t>(tokens);
+    guarded("forward_traced", [&] {
+        trace.gate.assign(m * f, 0.0f);
+        trace.up.assign(m * f, 0.0f);
+        trace.act.assign(m * f, 0.0f);
+        if (!work) {
+            trace.down.clear();
+            return;
+        }
+        const detail::TraceSink sink{trace.gate.data(), trace.up.data(), trace.act.data()};
+        const_cast<detail::FfnImpl&>(impl).forward(x, y, tokens, &sink);
+        trace.down.assign(y, y + m * d);
+    });
 }
 
 void Ffn::forward(const float* x, float* y, std::int64_t batch, std::int64_t seq) const {

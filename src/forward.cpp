@@ -20,6 +20,7 @@ struct Chunk {
     Workspace& ws;
     const float* x;  // the chunk's first row
     float* y;
+    const TraceSink* trace;  // offset to the chunk's first row; null = off
     RowTile tiles[kMaxRowTilesPerChunk];
     int row_tiles = 0;
     std::atomic<bool> failed{false};
@@ -39,10 +40,28 @@ struct Chunk {
                 w.scratchpad.data());
         const std::int64_t width = phase.columns.size(j);
         float* act = ws.act.data() + t.row0 * block.f + phase.columns.begin(j);
+        if (trace) copy_trace(t, j, w.tile.data());
         for (std::int64_t r = 0; r < t.height(); ++r) {
             const float* g = w.tile.data() + r * 2 * width;
             silu_mul(g, g + width, act + r * block.f, static_cast<std::size_t>(width));
         }
+        if (trace) copy_rows(act, block.f, trace->act + t.row0 * block.f + phase.columns.begin(j),
+                             block.f, t.rows, width);
+    }
+
+    static void copy_rows(const float* from, std::int64_t from_stride, float* to,
+                          std::int64_t to_stride, std::int64_t rows, std::int64_t width) {
+        for (std::int64_t r = 0; r < rows; ++r)
+            std::memcpy(to + r * to_stride, from + r * from_stride,
+                        static_cast<std::size_t>(width) * sizeof(float));
+    }
+
+    // Copies a [gate | up] result tile's valid rows into the trace.
+    void copy_trace(const RowTile& t, std::int64_t j, const float* tile) const {
+        const std::int64_t width = block.gate_up.columns.size(j);
+        const std::int64_t at = t.row0 * block.f + block.gate_up.columns.begin(j);
+        copy_rows(tile, 2 * width, trace->gate + at, block.f, t.rows, width);
+        copy_rows(tile + width, 2 * width, trace->up + at, block.f, t.rows, width);
     }
 
     void down(std::int64_t task, int worker) {
@@ -55,10 +74,8 @@ struct Chunk {
                 ws.act.data() + t.row0 * block.f, w.tile.data(), w.scratchpad.data());
         const std::int64_t width = phase.columns.size(j);
         // Only the valid rows: a padded tile's extra rows are dropped here.
-        float* y0 = y + t.row0 * block.d + phase.columns.begin(j);
-        for (std::int64_t r = 0; r < t.rows; ++r)
-            std::memcpy(y0 + r * block.d, w.tile.data() + r * width,
-                        static_cast<std::size_t>(width) * sizeof(float));
+        copy_rows(w.tile.data(), width, y + t.row0 * block.d + phase.columns.begin(j), block.d,
+                  t.rows, width);
     }
 
     // Runs tasks [0, n) of one phase; the first failure is kept, later tasks
@@ -84,12 +101,16 @@ struct Chunk {
 }  // namespace
 
 void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const float* x,
-               float* y, std::int64_t rows) {
+               float* y, std::int64_t rows, const TraceSink* trace) {
     const std::int64_t d = block.d;
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
-        Chunk chunk{block, ws, x + m0 * d, y + m0 * d, {}, 0, {}, {}};
-        chunk.row_tiles = plan_rows(n, chunk.tiles);
+        TraceSink chunk_trace;
+        if (trace)
+            chunk_trace = {trace->gate + m0 * block.f, trace->up + m0 * block.f,
+                           trace->act + m0 * block.f};
+        Chunk chunk{block, ws, x + m0 * d, y + m0 * d, trace ? &chunk_trace : nullptr, {}, 0, {}, {}};
+        chunk.row_tiles = plan_rows(n, block.min_bucket, chunk.tiles);
         const RowTile& last = chunk.tiles[chunk.row_tiles - 1];
         if (last.padded())
             std::memcpy(ws.x_pad.data(), chunk.x + last.row0 * d,

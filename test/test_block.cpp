@@ -186,3 +186,41 @@ TEST_CASE("the matmuls run on an optimised oneDNN kernel, never the reference on
 }
 
 }  // TEST_SUITE
+
+TEST_SUITE("block") {
+
+TEST_CASE("forward_traced reports gate, up, act and down, and y is unchanged") {
+    const std::int64_t d = 13, f = 341;
+    RandomBlock b(d, f, Layout::in_out, 31);
+    Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
+    for (std::int64_t tokens : {1, 5, 70, 300}) {
+        CAPTURE(tokens);
+        const auto x = test::random_input(tokens, d, 8);
+        std::vector<float> y(x.size()), y_plain(x.size());
+        Trace trace;
+        ffn.forward_traced(x.data(), y.data(), tokens, trace);
+        ffn.forward(x.data(), y_plain.data(), tokens);
+        CHECK(y == y_plain);
+        CHECK(trace.down == y);
+        REQUIRE(trace.gate.size() == static_cast<std::size_t>(tokens * f));
+        double worst = 0;
+        for (std::int64_t t = 0; t < tokens; ++t)
+            for (std::int64_t j = 0; j < f; ++j) {
+                double g = 0, u = 0;
+                for (std::int64_t i = 0; i < d; ++i) {
+                    g += double(x[t * d + i]) * test::weight(b.gate_view(), i, j);
+                    u += double(x[t * d + i]) * test::weight(b.up_view(), i, j);
+                }
+                const std::size_t k = static_cast<std::size_t>(t * f + j);
+                worst = std::max({worst, std::abs(trace.gate[k] - g), std::abs(trace.up[k] - u),
+                                  std::abs(trace.act[k] - test::silu(g) * u)});
+            }
+        // |gate|, |up| <= ~sqrt(d) here; f32 dot products of length 13.
+        CHECK(worst <= 1e-5);
+    }
+    Trace empty;
+    ffn.forward_traced(nullptr, nullptr, 0, empty);
+    CHECK(empty.gate.empty());
+}
+
+}  // TEST_SUITE

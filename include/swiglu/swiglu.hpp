@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 // The library is built with hidden visibility; this marks what it exports.
 #define SWIGLU_API __attribute__((visibility("default")))
@@ -79,10 +80,21 @@ struct Implementation {
     int threads = 1;
 };
 
+// The library's version, "major.minor.patch".
+SWIGLU_API const char* version() noexcept;
+// The CPU's SIMD features that matter here, e.g. "avx512f avx512_bf16 avx2 fma".
+SWIGLU_API std::string cpu_features();
+
 // f = int(8 d / 3), the LLaMA-style hidden width before rounding to a multiple.
 SWIGLU_API std::int64_t llama_hidden(std::int64_t d);
 // Parameters of one block: 3 d f.
 SWIGLU_API std::int64_t parameter_count(std::int64_t d, std::int64_t f);
+
+// The intermediates of one forward call, for debugging: gate, up and act are
+// (tokens, f), down is (tokens, d) (equal to y), all row-major.
+struct Trace {
+    std::vector<float> gate, up, act, down;
+};
 
 namespace detail { class FfnImpl; }
 
@@ -110,6 +122,9 @@ public:
     void forward(const float* x, float* y, std::int64_t tokens) const;
     // The same for (batch, seq, d) tensors.
     void forward(const float* x, float* y, std::int64_t batch, std::int64_t seq) const;
+    // forward() that also fills `trace` (resized here). The plain forward()
+    // pays nothing for this: tracing is a separate entry point.
+    void forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const;
 
 private:
     std::unique_ptr<detail::FfnImpl> impl_;

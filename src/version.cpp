@@ -1,0 +1,27 @@
+#include <swiglu/swiglu.hpp>
+
+namespace swiglu {
+
+const char* version() noexcept { return SWIGLU_VERSION_STRING; }
+
+std::string cpu_features() {
+    __builtin_cpu_init();
+    std::string out;
+    auto add = [&](bool has, const char* name) {
+        if (!has) return;
+        if (!out.empty()) out += ' ';
+        out += name;
+    };
+    add(__builtin_cpu_supports("avx512f"), "avx512f");
+    add(__builtin_cpu_supports("avx512bw"), "avx512bw");
+    add(__builtin_cpu_supports("avx512vnni"), "avx512_vnni");
+    add(__builtin_cpu_supports("avx512bf16"), "avx512_bf16");
+    add(__builtin_cpu_supports("avx2"), "avx2");
+    add(__builtin_cpu_supports("fma"), "fma");
+    add(__builtin_cpu_supports("f16c"), "f16c");
+    add(__builtin_cpu_supports("sse4.2"), "sse4.2");
+    add(__builtin_cpu_supports("sse2"), "sse2");
+    return out.empty() ? "none" : out;
+}
+
+}  // namespace swiglu

@@ -3,7 +3,8 @@
 # Run as root (or with sudo available) on a fresh machine.
 set -euo pipefail
 
-packages=(cmake make g++ pkg-config libdnnl-dev libxsimd-dev doctest-dev libbenchmark-dev)
+packages=(cmake make g++ pkg-config libdnnl-dev libxsimd-dev doctest-dev libbenchmark-dev
+          nlohmann-json3-dev libcli11-dev)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -25,6 +25,14 @@ swiglu_require(OpenMP_CXX_FOUND libgomp1 "OpenMP (part of g++)")
 
 find_package(Threads REQUIRED)
 
+# The safetensors header is JSON.
+find_package(nlohmann_json 3 CONFIG QUIET)
+swiglu_require(nlohmann_json_FOUND nlohmann-json3-dev "nlohmann JSON")
+
+# The `swiglu` command's argument parsing.
+find_package(CLI11 CONFIG QUIET)
+swiglu_require(CLI11_FOUND libcli11-dev "CLI11")
+
 if(SWIGLU_BUILD_TESTS)
   find_package(doctest CONFIG QUIET)
   swiglu_require(doctest_FOUND doctest-dev "doctest")

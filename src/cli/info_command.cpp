@@ -1,0 +1,77 @@
+#include "info_command.hpp"
+
+#include <iostream>
+#include <vector>
+
+#include <swiglu/checkpoint.hpp>
+#include <swiglu/swiglu.hpp>
+
+#include "help_text.hpp"
+
+namespace swiglu::cli {
+namespace {
+
+// The probe block when no checkpoint is given: small enough to build at once,
+// large enough that the library picks its ordinary kernels.
+constexpr std::int64_t kProbeD = 64, kProbeF = 128;
+
+void line(const char* key, const std::string& value) {
+    std::cout << key << std::string(12 - std::char_traits<char>::length(key), ' ') << value << '\n';
+}
+
+void print_implementation(const Ffn& ffn, const std::string& block) {
+    const Implementation impl = ffn.implementation();
+    line("threads:", std::to_string(impl.threads));
+    line("activation:", impl.activation + "  (xsimd kernel of SiLU(gate) * up)");
+    line("matmul:", impl.matmul + "  (oneDNN, " + block + ")");
+}
+
+void print_checkpoint(const std::string& path, const LoadedWeights& w) {
+    line("weights:", path);
+    line("scheme:", w.scheme);
+    line("gate:", w.gate_name);
+    line("up:", w.up_name);
+    line("down:", w.down_name);
+    line("dtype:", w.source_dtype + (w.source_dtype == "F32" ? "" : " (converted to F32)"));
+    line("d:", std::to_string(w.d));
+    line("f:", std::to_string(w.f));
+    line("parameters:", std::to_string(parameter_count(w.d, w.f)));
+}
+
+}  // namespace
+
+CLI::App* add_info_command(CLI::App& app, InfoArgs& args) {
+    CLI::App* info = app.add_subcommand("info", help::info_description);
+    info->footer(help::info_footer);
+    add_weights_options(*info, args.weights, /*required=*/false);
+    add_threads_option(*info, args.threads);
+    return info;
+}
+
+void info_command(const InfoArgs& args) {
+    Options options;
+    options.threads = args.threads;
+    // A checkpoint that fails to load fails the command before anything is
+    // printed: no half report on stdout.
+    const bool with_weights = !args.weights.path.empty();
+    const LoadedWeights w = with_weights ? load_checkpoint(args.weights) : LoadedWeights{};
+
+    line("swiglu:", version());
+    line("cpu:", cpu_features());
+    if (!with_weights) {
+        const std::vector<float> zeros(kProbeD * kProbeF, 0.0f);
+        const Ffn probe(WeightView::out_in(zeros.data(), kProbeF, kProbeD),
+                        WeightView::out_in(zeros.data(), kProbeF, kProbeD),
+                        WeightView::out_in(zeros.data(), kProbeD, kProbeF), options);
+        print_implementation(probe, "probe block d = 64, f = 128; see --weights");
+        return;
+    }
+    // The checkpoint is printed before the block is built, so that a block
+    // the library rejects (e.g. a bad --threads) still shows what the file holds.
+    print_checkpoint(args.weights.path, w);
+    std::cout.flush();
+    const Ffn ffn(w.gate_view(), w.up_view(), w.down_view(), options);
+    print_implementation(ffn, "for this block");
+}
+
+}  // namespace swiglu::cli

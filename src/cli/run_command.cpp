@@ -1,0 +1,98 @@
+#include "run_command.hpp"
+
+#include <vector>
+
+#include <swiglu/checkpoint.hpp>
+#include <swiglu/swiglu.hpp>
+
+#include "atomic_file.hpp"
+#include "help_text.hpp"
+#include "npy.hpp"
+#include "npy_output.hpp"
+#include "trace_output.hpp"
+
+namespace swiglu::cli {
+namespace {
+
+[[noreturn]] void invalid(const std::string& message) {
+    throw Error(Status::invalid_argument, message);
+}
+
+detail::NpyArray read_input(const std::string& path) {
+    detail::NpyArray x;
+    try {
+        x = detail::read_npy(path);
+    } catch (const Error& e) {
+        // The reader's messages start with the path; say which argument it is.
+        throw Error(e.status(), std::string("input ") + e.what());
+    }
+    // Rank first, before the (possibly slow) checkpoint load; d needs the weights.
+    if (x.shape.size() != 2 && x.shape.size() != 3)
+        invalid("input " + path + ": shape " + detail::shape_string(x.shape) +
+                " is not (M, d) or (B, T, d)");
+    return x;
+}
+
+// load_ffn in two steps, so that an error of the block itself (a bad
+// --threads) is not reported as a problem of the checkpoint file.
+Ffn build_block(const WeightsArgs& weights, int threads) {
+    const LoadedWeights w = load_checkpoint(weights);  // freed once the Ffn has packed it
+    Options options;
+    options.threads = threads;
+    return Ffn(w.gate_view(), w.up_view(), w.down_view(), options);
+}
+
+// The rows the block runs on: every dimension but the last, which must be d.
+std::int64_t rows(const detail::NpyArray& x, std::int64_t d, const std::string& path) {
+    const std::int64_t last = x.shape.back();
+    if (last != d)
+        invalid("input " + path + ": shape " + detail::shape_string(x.shape) + " has last dimension " +
+                std::to_string(last) + ", expected d = " + std::to_string(d) +
+                " (the weights' model width)");
+    return x.elements() / d;  // d >= 1: an Ffn has no empty dimension
+}
+
+}  // namespace
+
+CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
+    CLI::App* run = app.add_subcommand("run", help::run_description);
+    run->footer(help::run_footer);
+    add_weights_options(*run, args.weights, /*required=*/true);
+    run->add_option("--input", args.input, "x: float32 .npy of shape (M, d) or (B, T, d)")
+        ->required()
+        ->type_name("X.npy");
+    run->add_option("--output", args.output,
+                    "y: written as float32 .npy, x's shape (replaced atomically if it exists)")
+        ->required()
+        ->type_name("Y.npy");
+    add_threads_option(*run, args.threads);
+    run->add_option("--trace", args.trace_dir,
+                    "also write the intermediates gate, up, act, down as .npy files into DIR")
+        ->type_name("DIR");
+    return run;
+}
+
+void run_command(const RunArgs& args) {
+    // Cheap checks first: a bad output path should not cost a checkpoint load.
+    check_output_path(args.output, "output");
+    const bool tracing = !args.trace_dir.empty();
+    if (tracing) check_trace_dir(args.trace_dir);
+
+    const detail::NpyArray x = read_input(args.input);
+    const Ffn ffn = build_block(args.weights, args.threads);
+    const std::int64_t tokens = rows(x, ffn.d(), args.input);
+
+    std::vector<float> y(x.data.size());
+    if (tracing) {
+        Trace trace;
+        ffn.forward_traced(x.data.data(), y.data(), tokens, trace);
+        const std::vector<std::int64_t> leading(x.shape.begin(), x.shape.end() - 1);
+        write_trace(args.trace_dir, leading, ffn.d(), ffn.f(), trace);
+    } else {
+        ffn.forward(x.data.data(), y.data(), tokens);
+    }
+    // Last, so that an output in place means the whole run succeeded.
+    write_npy_file(args.output, y.data(), x.shape);
+}
+
+}  // namespace swiglu::cli

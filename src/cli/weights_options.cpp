@@ -1,0 +1,80 @@
+#include "weights_options.hpp"
+
+#include <cerrno>
+#include <cstdlib>
+
+namespace swiglu::cli {
+namespace {
+
+// CLI11's NonNegativeNumber reports "not in range [0 - 1.79769e+308]"; this
+// says what the number means instead.
+CLI::Validator non_negative(const std::string& meaning) {
+    return CLI::Validator(
+        [meaning](std::string& text) -> std::string {
+            errno = 0;
+            char* end = nullptr;
+            const long long value = std::strtoll(text.c_str(), &end, 10);
+            if (text.empty() || *end != '\0' || errno == ERANGE)
+                return "'" + text + "' is not an integer";
+            if (value < 0) return "must be " + meaning + " (got " + text + ")";
+            return "";
+        },
+        "");  // no type suffix in --help: the option's text says what it takes
+}
+
+// Rethrows the Error in flight, with the checkpoint's path put in front
+// unless the message already names it.
+[[noreturn]] void rethrow_naming(const Error& e, const std::string& path) {
+    const std::string message = e.what();
+    if (message.find(path) != std::string::npos) throw;
+    throw Error(e.status(), "weights " + path + ": " + message);
+}
+
+}  // namespace
+
+LoadedWeights load_checkpoint(const WeightsArgs& args) {
+    try {
+        return load_weights(args.path, args.selector());
+    } catch (const Error& e) {
+        rethrow_naming(e, args.path);
+    }
+}
+
+void add_weights_options(CLI::App& command, WeightsArgs& args, bool required) {
+    command
+        .add_option("--weights", args.path,
+                    "safetensors checkpoint holding the block's gate, up and down weights "
+                    "(F32, BF16 or F16)")
+        ->required(required)
+        ->type_name("FILE");
+    CLI::Option* layer =
+        command
+            .add_option("--layer", args.layer,
+                        "load model.layers.N.mlp.* from a checkpoint with several layers")
+            ->type_name("N")
+            ->check(non_negative(">= 0"));
+    CLI::Option* prefix =
+        command
+            .add_option("--prefix", args.prefix,
+                        "load the tensors named P + the scheme's names, e.g. P + gate_proj.weight "
+                        "(e.g. 'model.layers.3.mlp.')")
+            ->type_name("P");
+    layer->excludes(prefix);
+    prefix->excludes(layer);
+    if (required) return;
+    // Selecting a block only means something with a checkpoint to select from.
+    layer->needs("--weights");
+    prefix->needs("--weights");
+}
+
+void add_threads_option(CLI::App& command, int& threads) {
+    command
+        .add_option("--threads", threads,
+                    "threads for the forward pass, the calling one included; "
+                    "0 = every core this process may run on")
+        ->capture_default_str()
+        ->type_name("N")
+        ->check(non_negative("0 (all cores) or a thread count"));
+}
+
+}  // namespace swiglu::cli

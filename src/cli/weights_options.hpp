@@ -1,0 +1,29 @@
+// --weights, --layer, --prefix and --threads, shared by `run` and `info`.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <swiglu/checkpoint.hpp>
+
+namespace swiglu::cli {
+
+struct WeightsArgs {
+    std::string path;
+    std::int64_t layer = -1;
+    std::string prefix;
+
+    WeightSelector selector() const { return {layer, prefix}; }
+};
+
+// Adds --weights (required or not), --layer and --prefix (mutually exclusive).
+void add_weights_options(CLI::App& command, WeightsArgs& args, bool required);
+// load_weights for these arguments. Its errors name the checkpoint; where a
+// message does not, "weights PATH: " is put in front.
+LoadedWeights load_checkpoint(const WeightsArgs& args);
+
+// Adds --threads N (>= 0, 0 = every core this process may use).
+void add_threads_option(CLI::App& command, int& threads);
+
+}  // namespace swiglu::cli

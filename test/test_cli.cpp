@@ -1,0 +1,417 @@
+// The `swiglu` command, run as a real process: results against the fp64
+// reference, exit statuses, one-line error messages, and that no failure
+// touches an existing output or leaves a temporary file behind.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <swiglu/swiglu.hpp>
+
+#include "npy.hpp"
+#include "reference.hpp"
+#include "safetensors_writer.hpp"
+
+extern char** environ;
+
+using namespace swiglu;
+using swiglu::test::RandomBlock;
+using swiglu::test::TensorSpec;
+
+namespace {
+
+constexpr std::int64_t kD = 13, kF = 29;
+
+struct Result {
+    int status = -1;  // the exit status, or -signal
+    std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+bool exists(const std::string& path) {
+    struct stat st {};
+    return ::stat(path.c_str(), &st) == 0;
+}
+
+std::set<std::string> list_dir(const std::string& dir) {
+    std::set<std::string> names;
+    if (DIR* d = ::opendir(dir.c_str())) {
+        while (const dirent* e = ::readdir(d))
+            if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.insert(e->d_name);
+        ::closedir(d);
+    }
+    return names;
+}
+
+// Runs the built command with `args`; stdout and stderr go to files (no pipe
+// to drain, so a chatty child cannot block).
+Result swiglu_cli(const std::vector<std::string>& args) {
+    static const std::string io_dir = test::temp_dir();
+    const std::string out_path = io_dir + "/stdout", err_path = io_dir + "/stderr";
+    std::vector<std::string> argv_strings = {SWIGLU_CLI_PATH};
+    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& s : argv_strings) argv.push_back(s.data());
+    argv.push_back(nullptr);
+
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    REQUIRE_MESSAGE(spawned == 0, "cannot start " << SWIGLU_CLI_PATH);
+
+    int wstatus = 0;
+    while (::waitpid(pid, &wstatus, 0) < 0) {
+    }
+    Result r;
+    r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -WTERMSIG(wstatus);
+    r.out = slurp(out_path);
+    r.err = slurp(err_path);
+    return r;
+}
+
+std::string command_line(const std::vector<std::string>& args) {
+    std::string line = "swiglu";
+    for (const std::string& a : args) line += " " + a;
+    return line;
+}
+
+// A failure: exit status 2 (or `status`), nothing on stdout, exactly one
+// line on stderr, "swiglu: error: ...", containing every needle.
+void expect_failure(const std::vector<std::string>& args, std::initializer_list<std::string> needles,
+                    int status = 2) {
+    const Result r = swiglu_cli(args);
+    INFO(command_line(args));
+    INFO("stderr: " << r.err);
+    CHECK(r.status == status);
+    CHECK(r.out.empty());
+    CHECK(r.err.rfind("swiglu: error: ", 0) == 0);
+    CHECK(std::count(r.err.begin(), r.err.end(), '\n') == 1);
+    CHECK(r.err.back() == '\n');
+    for (const std::string& needle : needles) CHECK(r.err.find(needle) != std::string::npos);
+}
+
+std::vector<TensorSpec> hf_layer(const RandomBlock& b, int layer) {
+    const std::string p = "model.layers." + std::to_string(layer) + ".mlp.";
+    return {{p + "gate_proj.weight", "F32", {b.f, b.d}, b.gate},
+            {p + "up_proj.weight", "F32", {b.f, b.d}, b.up},
+            {p + "down_proj.weight", "F32", {b.d, b.f}, b.down}};
+}
+
+void write_npy(const std::string& path, const std::vector<float>& data,
+               const std::vector<std::int64_t>& shape) {
+    test::write_file(path, detail::npy_bytes(data.data(), shape));
+}
+
+double tolerance(std::int64_t d, std::int64_t f) {
+    return 16 * std::ldexp(1.0, -24) * (std::sqrt(double(d)) + std::sqrt(double(f))) + 1e-6;
+}
+
+// y as the command wrote it must have `shape` and match the reference.
+void check_output(const std::string& path, const std::vector<float>& x,
+                  const std::vector<std::int64_t>& shape, const RandomBlock& b) {
+    const detail::NpyArray y = detail::read_npy(path);
+    CHECK(y.shape == shape);
+    REQUIRE(y.data.size() == x.size());
+    const std::int64_t tokens = static_cast<std::int64_t>(x.size()) / b.d;
+    const std::vector<double> ref =
+        test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(), b.down_view());
+    CHECK(test::relative_error(y.data, ref) <= tolerance(b.d, b.f));
+}
+
+// A directory with a one-block checkpoint, a two-layer checkpoint, a good
+// input, and an out/ directory holding only a sentinel y.npy.
+struct Fixture {
+    std::string dir = test::temp_dir();
+    RandomBlock block0{kD, kF, Layout::out_in, 11};
+    RandomBlock block1{kD, kF, Layout::out_in, 23};
+    std::string one = dir + "/one.safetensors";
+    std::string two = dir + "/two.safetensors";
+    std::string x_path = dir + "/x.npy";
+    std::vector<float> x = test::random_input(5, kD, 7);
+    std::string out_dir = dir + "/out";
+    std::string y_path = out_dir + "/y.npy";
+    const std::string sentinel = "sentinel: must survive every failure\n";
+
+    Fixture() {
+        test::write_file(one, test::safetensors_bytes(hf_layer(block0, 0)));
+        std::vector<TensorSpec> both = hf_layer(block0, 0);
+        for (TensorSpec& t : hf_layer(block1, 1)) both.push_back(t);
+        test::write_file(two, test::safetensors_bytes(both));
+        write_npy(x_path, x, {5, kD});
+        ::mkdir(out_dir.c_str(), 0755);
+        test::write_file(y_path, sentinel);
+    }
+
+    std::vector<std::string> run_args(const std::string& weights, const std::string& input) const {
+        return {"run", "--weights", weights, "--input", input, "--output", y_path};
+    }
+
+    // The sentinel is byte-identical and nothing else appeared in out/.
+    void check_untouched() const {
+        CHECK(slurp(y_path) == sentinel);
+        CHECK(list_dir(out_dir) == std::set<std::string>{"y.npy"});
+    }
+};
+
+}  // namespace
+
+TEST_SUITE("cli") {
+
+TEST_CASE("run matches the reference for (M, d), (B, T, d) and empty inputs") {
+    Fixture fx;
+    const Result r = swiglu_cli(fx.run_args(fx.one, fx.x_path));
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.err.empty());
+    check_output(fx.y_path, fx.x, {5, kD}, fx.block0);
+    // Replaced atomically: no temporary file is left next to it.
+    CHECK(list_dir(fx.out_dir) == std::set<std::string>{"y.npy"});
+
+    const std::vector<float> x3 = test::random_input(2 * 3, kD, 8);
+    write_npy(fx.dir + "/x3.npy", x3, {2, 3, kD});
+    REQUIRE(swiglu_cli(fx.run_args(fx.one, fx.dir + "/x3.npy")).status == 0);
+    check_output(fx.y_path, x3, {2, 3, kD}, fx.block0);
+
+    // No rows: a valid, empty output of the same shape.
+    write_npy(fx.dir + "/x0.npy", {}, {0, kD});
+    REQUIRE(swiglu_cli(fx.run_args(fx.one, fx.dir + "/x0.npy")).status == 0);
+    CHECK(detail::read_npy(fx.y_path).shape == std::vector<std::int64_t>{0, kD});
+    write_npy(fx.dir + "/x00.npy", {}, {2, 0, kD});
+    REQUIRE(swiglu_cli(fx.run_args(fx.one, fx.dir + "/x00.npy")).status == 0);
+    CHECK(detail::read_npy(fx.y_path).shape == std::vector<std::int64_t>{2, 0, kD});
+}
+
+TEST_CASE("output does not depend on --threads") {
+    Fixture fx;
+    const std::vector<float> x = test::random_input(40, kD, 9);
+    write_npy(fx.x_path, x, {40, kD});
+    std::vector<std::string> args = fx.run_args(fx.one, fx.x_path);
+    args.insert(args.end(), {"--threads", "1"});
+    REQUIRE(swiglu_cli(args).status == 0);
+    const std::string single = slurp(fx.y_path);
+    args.back() = "3";
+    REQUIRE(swiglu_cli(args).status == 0);
+    CHECK(slurp(fx.y_path) == single);
+    check_output(fx.y_path, x, {40, kD}, fx.block0);
+}
+
+TEST_CASE("--layer and --prefix pick a block from a multi-layer checkpoint") {
+    Fixture fx;
+    std::vector<std::string> args = fx.run_args(fx.two, fx.x_path);
+    args.insert(args.end(), {"--layer", "1"});
+    Result r = swiglu_cli(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    check_output(fx.y_path, fx.x, {5, kD}, fx.block1);
+
+    args = fx.run_args(fx.two, fx.x_path);
+    args.insert(args.end(), {"--prefix", "model.layers.0.mlp."});
+    r = swiglu_cli(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    check_output(fx.y_path, fx.x, {5, kD}, fx.block0);
+}
+
+TEST_CASE("--trace writes the intermediates") {
+    Fixture fx;
+    const std::string trace = fx.dir + "/trace";
+    std::vector<float> x3 = test::random_input(2 * 3, kD, 5);
+    write_npy(fx.dir + "/x3.npy", x3, {2, 3, kD});
+    std::vector<std::string> args = fx.run_args(fx.one, fx.dir + "/x3.npy");
+    args.insert(args.end(), {"--trace", trace});
+    const Result r = swiglu_cli(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    check_output(fx.y_path, x3, {2, 3, kD}, fx.block0);
+
+    const detail::NpyArray gate = detail::read_npy(trace + "/gate.npy");
+    const detail::NpyArray up = detail::read_npy(trace + "/up.npy");
+    const detail::NpyArray act = detail::read_npy(trace + "/act.npy");
+    const detail::NpyArray down = detail::read_npy(trace + "/down.npy");
+    const std::vector<std::int64_t> hidden = {2, 3, kF};
+    CHECK(gate.shape == hidden);
+    CHECK(up.shape == hidden);
+    CHECK(act.shape == hidden);
+    CHECK(down.shape == std::vector<std::int64_t>{2, 3, kD});
+    CHECK(down.data == detail::read_npy(fx.y_path).data);
+    REQUIRE(act.data.size() == gate.data.size());
+    for (std::size_t i = 0; i < act.data.size(); ++i)
+        CHECK(act.data[i] == doctest::Approx(test::silu(gate.data[i]) * up.data[i]).epsilon(1e-5));
+    CHECK(list_dir(trace) == std::set<std::string>{"gate.npy", "up.npy", "act.npy", "down.npy"});
+
+    // A trace path that is a file is refused before anything is written.
+    test::write_file(fx.dir + "/file", "x");
+    args.back() = fx.dir + "/file";
+    test::write_file(fx.y_path, fx.sentinel);
+    expect_failure(args, {fx.dir + "/file", "not a directory"});
+    fx.check_untouched();
+}
+
+TEST_CASE("info reports the library, and the checkpoint when given one") {
+    Fixture fx;
+    Result r = swiglu_cli({"info", "--threads", "2"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find(std::string("swiglu:     ") + version()) != std::string::npos);
+    CHECK(r.out.find("cpu:") != std::string::npos);
+    CHECK(r.out.find("activation:") != std::string::npos);
+    CHECK(r.out.find("matmul:") != std::string::npos);
+    CHECK(r.out.find("threads:    2\n") != std::string::npos);
+
+    r = swiglu_cli({"info", "--weights", fx.two, "--layer", "1"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    for (const std::string& needle :
+         {"weights:    " + fx.two, std::string("scheme:     hf-llama"),
+          std::string("gate:       model.layers.1.mlp.gate_proj.weight"),
+          std::string("up:         model.layers.1.mlp.up_proj.weight"),
+          std::string("down:       model.layers.1.mlp.down_proj.weight"), std::string("dtype:      F32"),
+          std::string("d:          13\n"), std::string("f:          29\n"),
+          std::string("parameters: 1131\n"), std::string("matmul:")}) {
+        CHECK(r.out.find(needle) != std::string::npos);
+    }
+
+    expect_failure({"info", "--weights", fx.dir + "/missing.safetensors"},
+                   {fx.dir + "/missing.safetensors"});
+    expect_failure({"info", "--layer", "0"}, {"--layer", "--weights"});
+}
+
+TEST_CASE("help, version, and no command") {
+    Result r = swiglu_cli({"--help"});
+    CHECK(r.status == 0);
+    for (const char* needle : {"SiLU(gate) * up", "run", "info", "Examples:", "swiglu run --weights"})
+        CHECK(r.out.find(needle) != std::string::npos);
+
+    r = swiglu_cli({"run", "--help"});
+    CHECK(r.status == 0);
+    for (const char* needle : {"--weights", "--layer", "--prefix", "--input", "--output", "--threads",
+                               "--trace", "model.layers.N.mlp.", "gate_up_proj", "val_proj", "W1",
+                               "(M, d) or (B, T, d)"})
+        CHECK(r.out.find(needle) != std::string::npos);
+
+    r = swiglu_cli({"info", "--help"});
+    CHECK(r.status == 0);
+    CHECK(r.out.find("--weights") != std::string::npos);
+
+    r = swiglu_cli({"--version"});
+    CHECK(r.status == 0);
+    CHECK(r.out == std::string("swiglu ") + version() + "\n");
+
+    // No command: the help, on stderr, as a failure.
+    r = swiglu_cli({});
+    CHECK(r.status == 2);
+    CHECK(r.out.empty());
+    CHECK(r.err.find("Subcommands:") != std::string::npos);
+}
+
+TEST_CASE("bad arguments exit 2 with a message and touch nothing") {
+    Fixture fx;
+    const std::vector<std::string> good = fx.run_args(fx.one, fx.x_path);
+    auto with = [&](std::initializer_list<std::string> extra) {
+        std::vector<std::string> args = good;
+        args.insert(args.end(), extra);
+        return args;
+    };
+    expect_failure(with({"--bogus"}), {"--bogus"});
+    expect_failure(with({"stray"}), {"stray"});
+    expect_failure(with({"--layer", "0", "--prefix", "model.layers.0.mlp."}), {"--layer", "--prefix"});
+    expect_failure(with({"--threads", "-1"}), {"--threads", "-1"});
+    expect_failure(with({"--threads", "many"}), {"--threads", "many"});
+    expect_failure(with({"--threads", "100000"}), {"threads", "100000"});
+    expect_failure(with({"--layer", "-2"}), {"--layer", "-2"});
+    expect_failure({"run", "--weights", fx.one, "--output", fx.y_path}, {"--input"});
+    expect_failure({"run", "--input", fx.x_path, "--output", fx.y_path}, {"--weights"});
+    expect_failure({"run", "--weights", fx.one, "--input", fx.x_path}, {"--output"});
+    expect_failure({"run", "--weights", fx.one, "--input", fx.x_path, "--output", fx.y_path,
+                    "--bogus"},
+                   {"--bogus"});
+    expect_failure({"frobnicate"}, {"frobnicate"});
+    expect_failure({"--bogus"}, {"--bogus"});
+    fx.check_untouched();
+}
+
+TEST_CASE("bad files exit 2, name the file, and touch nothing") {
+    Fixture fx;
+    const std::string d = fx.dir;
+
+    // Weights.
+    expect_failure(fx.run_args(d + "/missing.safetensors", fx.x_path), {d + "/missing.safetensors"});
+    test::write_file(d + "/garbage.safetensors", "this is not a checkpoint at all");
+    expect_failure(fx.run_args(d + "/garbage.safetensors", fx.x_path), {d + "/garbage.safetensors"});
+    const std::string full = test::safetensors_bytes(hf_layer(fx.block0, 0));
+    test::write_file(d + "/cut.safetensors", full.substr(0, full.size() - 10));
+    expect_failure(fx.run_args(d + "/cut.safetensors", fx.x_path), {d + "/cut.safetensors"});
+    // Two blocks and no --layer: ambiguous.
+    expect_failure(fx.run_args(fx.two, fx.x_path), {fx.two});
+    std::vector<std::string> args = fx.run_args(fx.two, fx.x_path);
+    args.insert(args.end(), {"--layer", "7"});
+    expect_failure(args, {fx.two});
+    fx.check_untouched();
+
+    // Inputs.
+    expect_failure(fx.run_args(fx.one, d + "/missing.npy"), {"input " + d + "/missing.npy"});
+    write_npy(d + "/d12.npy", test::random_input(4, kD - 1, 1), {4, kD - 1});
+    expect_failure(fx.run_args(fx.one, d + "/d12.npy"),
+                   {d + "/d12.npy", "(4, 12)", "last dimension 12", "expected d = 13"});
+    write_npy(d + "/d12x3.npy", test::random_input(6, kD - 1, 1), {2, 3, kD - 1});
+    expect_failure(fx.run_args(fx.one, d + "/d12x3.npy"), {d + "/d12x3.npy", "expected d = 13"});
+    write_npy(d + "/rank1.npy", test::random_input(1, kD, 1), {kD});
+    expect_failure(fx.run_args(fx.one, d + "/rank1.npy"), {d + "/rank1.npy", "(13,)", "(M, d) or (B, T, d)"});
+    write_npy(d + "/rank4.npy", test::random_input(2, kD, 1), {1, 2, 1, kD});
+    expect_failure(fx.run_args(fx.one, d + "/rank4.npy"), {d + "/rank4.npy", "(1, 2, 1, 13)"});
+    write_npy(d + "/rank0.npy", {1.0f}, {});
+    expect_failure(fx.run_args(fx.one, d + "/rank0.npy"), {d + "/rank0.npy", "()"});
+
+    const std::string f8 = "{'descr': '<f8', 'fortran_order': False, 'shape': (5, 13), }";
+    test::write_file(d + "/f8.npy", detail::npy_preamble(f8) + std::string(5 * 13 * 8, '\0'));
+    expect_failure(fx.run_args(fx.one, d + "/f8.npy"), {d + "/f8.npy", "unsupported dtype '<f8'", "'<f4'"});
+    const std::string fortran = "{'descr': '<f4', 'fortran_order': True, 'shape': (5, 13), }";
+    test::write_file(d + "/fortran.npy", detail::npy_preamble(fortran) + std::string(5 * 13 * 4, '\0'));
+    expect_failure(fx.run_args(fx.one, d + "/fortran.npy"), {d + "/fortran.npy", "Fortran order"});
+    const std::string good = slurp(fx.x_path);
+    test::write_file(d + "/short.npy", good.substr(0, good.size() - 4));
+    expect_failure(fx.run_args(fx.one, d + "/short.npy"), {d + "/short.npy", "data is"});
+    test::write_file(d + "/text.npy", "1,2,3\n");
+    expect_failure(fx.run_args(fx.one, d + "/text.npy"), {d + "/text.npy", "not a .npy file"});
+    expect_failure(fx.run_args(fx.one, d), {d, "directory"});
+    fx.check_untouched();
+}
+
+TEST_CASE("bad output paths exit 2 before any work") {
+    Fixture fx;
+    std::vector<std::string> args = fx.run_args(fx.one, fx.x_path);
+    args.back() = fx.dir + "/no/such/dir/y.npy";
+    expect_failure(args, {fx.dir + "/no/such/dir", "does not exist"});
+    CHECK(!exists(fx.dir + "/no"));
+
+    args.back() = fx.out_dir;  // a directory
+    expect_failure(args, {fx.out_dir, "is a directory"});
+    args.back() = fx.y_path + "/y.npy";  // under a file
+    expect_failure(args, {fx.y_path, "not a directory"});
+    fx.check_untouched();
+}
+
+}  // TEST_SUITE

@@ -1,0 +1,23 @@
+# The installable package: headers, libswiglu, the commands, a CMake config
+# exporting swiglu::swiglu, and a pkg-config file.
+include(CMakePackageConfigHelpers)
+
+set(SWIGLU_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/swiglu)
+install(EXPORT swigluTargets NAMESPACE swiglu:: DESTINATION ${SWIGLU_CMAKE_DIR})
+configure_package_config_file(cmake/swigluConfig.cmake.in
+  ${PROJECT_BINARY_DIR}/swigluConfig.cmake INSTALL_DESTINATION ${SWIGLU_CMAKE_DIR})
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/swigluConfigVersion.cmake
+  COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/swigluConfig.cmake ${PROJECT_BINARY_DIR}/swigluConfigVersion.cmake
+  DESTINATION ${SWIGLU_CMAKE_DIR})
+
+# pkg-config: the prefix is fixed at install time (cmake --install --prefix
+# rewrites it through CMAKE_INSTALL_PREFIX).
+install(CODE "
+  set(CMAKE_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
+  set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
+  set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")
+  set(PROJECT_VERSION \"${PROJECT_VERSION}\")
+  configure_file(\"${PROJECT_SOURCE_DIR}/cmake/swiglu.pc.in\"
+                 \"\${CMAKE_INSTALL_PREFIX}/${CMAKE_INSTALL_LIBDIR}/pkgconfig/swiglu.pc\" @ONLY)
+")

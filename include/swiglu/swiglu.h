@@ -1,0 +1,81 @@
+/* swiglu C API (C99): the SwiGLU feed-forward block of transformer LLMs.
+ *
+ *   y = (SiLU(x @ W_gate) * (x @ W_up)) @ W_down
+ *
+ * Usable from C, Rust, Python ctypes. Every function returns a status code;
+ * on failure swiglu_last_error() describes it (thread-local, valid until the
+ * next call on that thread). No C++ exception crosses this API. */
+#ifndef SWIGLU_H
+#define SWIGLU_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SWIGLU_C_API __attribute__((visibility("default")))
+
+typedef enum swiglu_status {
+    SWIGLU_OK = 0,
+    SWIGLU_INVALID_ARGUMENT = 1, /* bad shape, null pointer, overflow, malformed file */
+    SWIGLU_OUT_OF_MEMORY = 2,
+    SWIGLU_UNSUPPORTED = 3,      /* e.g. a dtype this build cannot convert */
+    SWIGLU_INTERNAL = 4
+} swiglu_status;
+
+/* How a weight matrix is stored, row-major. */
+typedef enum swiglu_layout {
+    SWIGLU_LAYOUT_OUT_IN = 0, /* (out_features, in_features): PyTorch, Hugging Face */
+    SWIGLU_LAYOUT_IN_OUT = 1  /* (in_features, out_features): X @ W */
+} swiglu_layout;
+
+/* A view of one f32 weight matrix; the library copies it at creation. */
+typedef struct swiglu_weight {
+    const float* data;
+    int64_t rows;
+    int64_t cols;
+    swiglu_layout layout;
+} swiglu_weight;
+
+typedef struct swiglu_ffn swiglu_ffn; /* opaque */
+
+/* Builds a block from three host weights: gate and up map d -> f, down f -> d.
+ * threads: 0 = all cores this process may use. On success *out owns a handle
+ * to release with swiglu_ffn_destroy; on failure *out is set to NULL. */
+SWIGLU_C_API swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* up,
+                                             const swiglu_weight* down, int threads,
+                                             swiglu_ffn** out);
+
+/* Builds a block from a safetensors file. layer >= 0 selects
+ * model.layers.{layer}.mlp.*; prefix (or NULL) selects {prefix}gate_proj.weight
+ * etc.; with layer < 0 and no prefix the file must hold exactly one block. */
+SWIGLU_C_API swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer,
+                                                              const char* prefix, int threads,
+                                                              swiglu_ffn** out);
+
+/* y = block(x): x and y row-major (tokens, d) f32; y may equal x. Safe to call
+ * from several threads at once on one handle. */
+SWIGLU_C_API swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y,
+                                              int64_t tokens);
+
+/* The block's widths: d (model) and f (hidden). Either pointer may be NULL. */
+SWIGLU_C_API swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, int64_t* f);
+
+/* Releases the handle; NULL is a no-op. */
+SWIGLU_C_API void swiglu_ffn_destroy(swiglu_ffn* ffn);
+
+/* The message of this thread's last failed call ("" if none). */
+SWIGLU_C_API const char* swiglu_last_error(void);
+
+/* A constant name for a status code, e.g. "SWIGLU_INVALID_ARGUMENT". */
+SWIGLU_C_API const char* swiglu_status_name(swiglu_status status);
+
+/* The library version, "major.minor.patch". */
+SWIGLU_C_API const char* swiglu_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SWIGLU_H */

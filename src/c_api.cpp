@@ -1,0 +1,134 @@
+// The C API over the C++ one: every entry point catches everything and turns
+// it into a status code plus a thread-local message.
+#include <swiglu/swiglu.h>
+
+#include <cstring>
+#include <new>
+#include <string>
+
+#include <swiglu/checkpoint.hpp>
+#include <swiglu/swiglu.hpp>
+
+struct swiglu_ffn {
+    swiglu::Ffn ffn;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+swiglu_status fail(swiglu_status status, std::string message) {
+    last_error = std::move(message);
+    return status;
+}
+
+swiglu_status to_c(swiglu::Status s) {
+    switch (s) {
+        case swiglu::Status::ok: return SWIGLU_OK;
+        case swiglu::Status::invalid_argument: return SWIGLU_INVALID_ARGUMENT;
+        case swiglu::Status::out_of_memory: return SWIGLU_OUT_OF_MEMORY;
+        case swiglu::Status::unsupported: return SWIGLU_UNSUPPORTED;
+        case swiglu::Status::internal: return SWIGLU_INTERNAL;
+    }
+    return SWIGLU_INTERNAL;
+}
+
+// Runs `f` (which returns nothing) and maps whatever it throws.
+template <class F>
+swiglu_status guarded(F&& f) {
+    try {
+        f();
+        last_error.clear();
+        return SWIGLU_OK;
+    } catch (const swiglu::Error& e) {
+        return fail(to_c(e.status()), e.what());
+    } catch (const std::bad_alloc&) {
+        return fail(SWIGLU_OUT_OF_MEMORY, "out of memory");
+    } catch (const std::exception& e) {
+        return fail(SWIGLU_INTERNAL, e.what());
+    } catch (...) {
+        return fail(SWIGLU_INTERNAL, "unknown error");
+    }
+}
+
+swiglu::WeightView view(const swiglu_weight& w) {
+    // A C caller can store any int in the enum field; reading it as the enum
+    // type would be undefined for values outside its range, so read the bits.
+    int layout = 0;
+    static_assert(sizeof(layout) == sizeof(w.layout), "swiglu_layout is int-sized");
+    std::memcpy(&layout, &w.layout, sizeof(layout));
+    if (layout != SWIGLU_LAYOUT_OUT_IN && layout != SWIGLU_LAYOUT_IN_OUT)
+        throw swiglu::Error(swiglu::Status::invalid_argument,
+                            "layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
+                                std::to_string(layout) + ")");
+    return {w.data, w.rows, w.cols,
+            layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out};
+}
+
+void require(bool ok, const char* message) {
+    if (!ok) throw swiglu::Error(swiglu::Status::invalid_argument, message);
+}
+
+}  // namespace
+
+extern "C" {
+
+swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* up,
+                                const swiglu_weight* down, int threads, swiglu_ffn** out) {
+    if (out) *out = nullptr;
+    return guarded([&] {
+        require(out != nullptr, "swiglu_ffn_create: out is NULL");
+        require(gate && up && down, "swiglu_ffn_create: gate, up and down must not be NULL");
+        *out = new swiglu_ffn{swiglu::Ffn(view(*gate), view(*up), view(*down),
+                                          swiglu::Options{threads})};
+    });
+}
+
+swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer,
+                                                 const char* prefix, int threads,
+                                                 swiglu_ffn** out) {
+    if (out) *out = nullptr;
+    return guarded([&] {
+        require(out != nullptr, "swiglu_ffn_create_from_safetensors: out is NULL");
+        require(path != nullptr, "swiglu_ffn_create_from_safetensors: path is NULL");
+        swiglu::WeightSelector selector;
+        selector.layer = layer < 0 ? -1 : layer;
+        if (prefix) selector.prefix = prefix;
+        *out = new swiglu_ffn{swiglu::load_ffn(path, selector, swiglu::Options{threads})};
+    });
+}
+
+swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y,
+                                 int64_t tokens) {
+    return guarded([&] {
+        require(ffn != nullptr, "swiglu_ffn_forward: ffn is NULL");
+        ffn->ffn.forward(x, y, tokens);
+    });
+}
+
+swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, int64_t* f) {
+    return guarded([&] {
+        require(ffn != nullptr, "swiglu_ffn_dims: ffn is NULL");
+        if (d) *d = ffn->ffn.d();
+        if (f) *f = ffn->ffn.f();
+    });
+}
+
+void swiglu_ffn_destroy(swiglu_ffn* ffn) { delete ffn; }
+
+const char* swiglu_last_error(void) { return last_error.c_str(); }
+
+const char* swiglu_status_name(swiglu_status status) {
+    switch (status) {
+        case SWIGLU_OK: return "SWIGLU_OK";
+        case SWIGLU_INVALID_ARGUMENT: return "SWIGLU_INVALID_ARGUMENT";
+        case SWIGLU_OUT_OF_MEMORY: return "SWIGLU_OUT_OF_MEMORY";
+        case SWIGLU_UNSUPPORTED: return "SWIGLU_UNSUPPORTED";
+        case SWIGLU_INTERNAL: return "SWIGLU_INTERNAL";
+    }
+    return "SWIGLU_UNKNOWN_STATUS";
+}
+
+const char* swiglu_version(void) { return swiglu::version(); }
+
+}  // extern "C"

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the build into a scratch prefix, then builds and runs two tiny
+# consumers against it: C through pkg-config, C++ through find_package.
+set -euo pipefail
+build=$1
+here=$(cd "$(dirname "$0")" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+cmake --install "$build" --prefix "$work/prefix" >/dev/null
+for f in include/swiglu/swiglu.hpp include/swiglu/swiglu.h bin/swiglu bin/swiglu_bench \
+         lib/cmake/swiglu/swigluConfig.cmake lib/cmake/swiglu/swigluConfigVersion.cmake \
+         lib/pkgconfig/swiglu.pc; do
+  [ -e "$work/prefix/$f" ] || { echo "missing from the install: $f"; exit 1; }
+done
+libdir=$(dirname "$(find "$work/prefix" -name 'libswiglu.so' | head -n1)")
+
+# C, through pkg-config.
+export PKG_CONFIG_PATH="$libdir/pkgconfig:$work/prefix/lib/pkgconfig"
+cc -std=c99 -Wall -Werror "$here/consumer.c" -o "$work/consumer_c" $(pkg-config --cflags --libs swiglu)
+LD_LIBRARY_PATH="$libdir" "$work/consumer_c"
+
+# C++, through find_package(swiglu).
+cmake -S "$here" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
+cmake --build "$work/cpp" -j2 >/dev/null
+LD_LIBRARY_PATH="$libdir" "$work/cpp/consumer"
+echo "package consumers: 2 passed, 0 failed"

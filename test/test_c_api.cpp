@@ -1,0 +1,164 @@
+// The C API: every function, every error path; no exception escapes.
+#include <doctest/doctest.h>
+
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <swiglu/swiglu.h>
+#include <swiglu/swiglu.hpp>
+
+#include "reference.hpp"
+#include "safetensors_writer.hpp"
+
+using swiglu::test::RandomBlock;
+
+namespace {
+swiglu_weight c_weight(const swiglu::WeightView& w) {
+    return {w.data, w.rows, w.cols,
+            w.layout == swiglu::Layout::out_in ? SWIGLU_LAYOUT_OUT_IN : SWIGLU_LAYOUT_IN_OUT};
+}
+bool error_mentions(const char* needle) {
+    return std::string(swiglu_last_error()).find(needle) != std::string::npos;
+}
+}  // namespace
+
+TEST_SUITE("c_api") {
+
+TEST_CASE("create, query, forward, destroy") {
+    RandomBlock b(13, 29, swiglu::Layout::out_in, 4);
+    const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
+                        dn = c_weight(b.down_view());
+    swiglu_ffn* ffn = nullptr;
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, 2, &ffn) == SWIGLU_OK);
+    REQUIRE(ffn != nullptr);
+    CHECK(std::string(swiglu_last_error()).empty());
+
+    int64_t d = 0, f = 0;
+    CHECK(swiglu_ffn_dims(ffn, &d, &f) == SWIGLU_OK);
+    CHECK(d == 13);
+    CHECK(f == 29);
+    CHECK(swiglu_ffn_dims(ffn, nullptr, nullptr) == SWIGLU_OK);
+
+    const auto x = swiglu::test::random_input(5, 13, 1);
+    std::vector<float> y(x.size());
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 5) == SWIGLU_OK);
+    // Same numbers as the C++ API.
+    swiglu::Ffn cpp(b.gate_view(), b.up_view(), b.down_view(), swiglu::Options{2});
+    std::vector<float> y_cpp(x.size());
+    cpp.forward(x.data(), y_cpp.data(), 5);
+    CHECK(y == y_cpp);
+
+    swiglu_ffn_destroy(ffn);
+    swiglu_ffn_destroy(nullptr);
+    CHECK(std::string(swiglu_version()) == swiglu::version());
+}
+
+TEST_CASE("every error path returns a status and a message") {
+    RandomBlock b(7, 13, swiglu::Layout::in_out, 5);
+    const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
+                        dn = c_weight(b.down_view());
+    swiglu_ffn* ffn = reinterpret_cast<swiglu_ffn*>(0x1);  // must be reset to NULL
+
+    CHECK(swiglu_ffn_create(&g, &u, &dn, 1, nullptr) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("out is NULL"));
+    CHECK(swiglu_ffn_create(nullptr, &u, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(ffn == nullptr);
+    CHECK(error_mentions("must not be NULL"));
+
+    swiglu_weight bad = g;
+    bad.data = nullptr;
+    CHECK(swiglu_ffn_create(&bad, &u, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("gate: data is null"));
+    bad = g;
+    bad.layout = static_cast<swiglu_layout>(9);
+    CHECK(swiglu_ffn_create(&bad, &u, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("layout"));
+    bad = u;
+    bad.cols = 12;
+    CHECK(swiglu_ffn_create(&g, &bad, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("up is"));
+    CHECK(swiglu_ffn_create(&g, &u, &dn, -3, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("threads"));
+    CHECK(ffn == nullptr);
+
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, 1, &ffn) == SWIGLU_OK);
+    std::vector<float> x(7 * 2, 1.0f), y(7 * 2, 5.0f);
+    CHECK(swiglu_ffn_forward(nullptr, x.data(), y.data(), 2) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("ffn is NULL"));
+    CHECK(swiglu_ffn_forward(ffn, nullptr, y.data(), 2) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("x is null"));
+    CHECK(swiglu_ffn_forward(ffn, x.data(), nullptr, 2) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), -1) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("tokens"));
+    CHECK(swiglu_ffn_forward(ffn, x.data(), x.data() + 1, 1) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(y == std::vector<float>(7 * 2, 5.0f));
+    CHECK(swiglu_ffn_dims(nullptr, nullptr, nullptr) == SWIGLU_INVALID_ARGUMENT);
+    // A success clears the message.
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 2) == SWIGLU_OK);
+    CHECK(std::string(swiglu_last_error()).empty());
+    swiglu_ffn_destroy(ffn);
+}
+
+TEST_CASE("create from a safetensors file, and its errors") {
+    const int64_t d = 7, f = 13;
+    RandomBlock b(d, f, swiglu::Layout::out_in, 6);
+    const std::string dir = swiglu::test::temp_dir();
+    const std::string path = dir + "/block.safetensors";
+    swiglu::test::write_file(path, swiglu::test::safetensors_bytes({
+        {"model.layers.0.mlp.gate_proj.weight", "F32", {f, d}, b.gate},
+        {"model.layers.0.mlp.up_proj.weight", "F32", {f, d}, b.up},
+        {"model.layers.0.mlp.down_proj.weight", "F32", {d, f}, b.down},
+    }));
+
+    swiglu_ffn* ffn = nullptr;
+    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, 1, &ffn) == SWIGLU_OK);
+    int64_t got_d = 0, got_f = 0;
+    CHECK(swiglu_ffn_dims(ffn, &got_d, &got_f) == SWIGLU_OK);
+    CHECK(got_d == d);
+    CHECK(got_f == f);
+    swiglu_ffn_destroy(ffn);
+    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), -1, "model.layers.0.mlp.", 1,
+                                               &ffn) == SWIGLU_OK);
+    swiglu_ffn_destroy(ffn);
+
+    CHECK(swiglu_ffn_create_from_safetensors(nullptr, 0, nullptr, 1, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("path is NULL"));
+    CHECK(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, 1, nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create_from_safetensors((dir + "/missing.safetensors").c_str(), 0, nullptr,
+                                             1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("missing.safetensors"));
+    CHECK(ffn == nullptr);
+    CHECK(swiglu_ffn_create_from_safetensors(path.c_str(), 5, nullptr, 1, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(ffn == nullptr);
+
+    const std::string garbage = dir + "/garbage.safetensors";
+    swiglu::test::write_file(garbage, "not a safetensors file at all");
+    CHECK(swiglu_ffn_create_from_safetensors(garbage.c_str(), -1, nullptr, 1, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("garbage.safetensors"));
+}
+
+TEST_CASE("status names") {
+    CHECK(std::string(swiglu_status_name(SWIGLU_OK)) == "SWIGLU_OK");
+    CHECK(std::string(swiglu_status_name(SWIGLU_INVALID_ARGUMENT)) == "SWIGLU_INVALID_ARGUMENT");
+    CHECK(std::string(swiglu_status_name(SWIGLU_OUT_OF_MEMORY)) == "SWIGLU_OUT_OF_MEMORY");
+    CHECK(std::string(swiglu_status_name(SWIGLU_UNSUPPORTED)) == "SWIGLU_UNSUPPORTED");
+    CHECK(std::string(swiglu_status_name(SWIGLU_INTERNAL)) == "SWIGLU_INTERNAL");
+    CHECK(std::string(swiglu_status_name(static_cast<swiglu_status>(42))) ==
+          "SWIGLU_UNKNOWN_STATUS");
+}
+
+TEST_CASE("errors are per thread") {
+    swiglu_ffn* ffn = nullptr;
+    CHECK(swiglu_ffn_create(nullptr, nullptr, nullptr, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    std::string other;
+    std::thread([&] { other = swiglu_last_error(); }).join();
+    CHECK(other.empty());
+    CHECK(!std::string(swiglu_last_error()).empty());
+}
+
+}  // TEST_SUITE

@@ -110,7 +110,10 @@ void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const 
             chunk_trace = {trace->gate + m0 * block.f, trace->up + m0 * block.f,
                            trace->act + m0 * block.f};
         Chunk chunk{block, ws, x + m0 * d, y + m0 * d, trace ? &chunk_trace : nullptr, {}, 0, {}, {}};
-        chunk.row_tiles = plan_rows(n, block.min_bucket, chunk.tiles);
+        const bool single_column_tile =
+            block.gate_up.columns.count == 1 || block.down.columns.count == 1;
+        chunk.row_tiles = plan_rows(n, block.min_bucket, max_row_bucket(n, single_column_tile),
+                                    chunk.tiles);
         const RowTile& last = chunk.tiles[chunk.row_tiles - 1];
         if (last.padded())
             std::memcpy(ws.x_pad.data(), chunk.x + last.row0 * d,

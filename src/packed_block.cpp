@@ -38,6 +38,11 @@ void make_kernels(Phase& phase, int min_bucket) {
     }
 }
 
+// A packed tile's size, rounded up to a cache line.
+std::size_t tile_bytes(const Phase& phase, std::int64_t tile) {
+    return (phase.kernel(tile, kRowBuckets - 1).weights.get_size() + 63) / 64 * 64;
+}
+
 }  // namespace
 
 PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
@@ -55,8 +60,21 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
     make_kernels(gate_up, min_bucket);
     make_kernels(down, min_bucket);
 
+    // Every packed tile in one arena, in the order the tasks read them.
+    std::size_t total = 0;
+    for (const Phase* p : {&gate_up, &down})
+        for (std::int64_t j = 0; j < p->columns.count; ++j)
+            total += tile_bytes(*p, j);
+    arena = WeightArena(total);
+    std::size_t offset = 0;
+    auto next_tile = [&](Phase& p, std::int64_t j) -> dnnl::memory& {
+        p.tiles.emplace_back(p.kernel(j, kRowBuckets - 1).weights, cpu_engine(),
+                             arena.data() + offset);
+        offset += tile_bytes(p, j);
+        return p.tiles.back();
+    };
+
     for (std::int64_t j = 0; j < gate_up.columns.count; ++j) {
-        const MatmulKernel& kernel = gate_up.kernel(j, kRowBuckets - 1);
         const std::int64_t c0 = gate_up.columns.begin(j);
         const std::int64_t w = gate_up.columns.size(j);
         // [gate | up] side by side in a plain (d x 2w) matrix, then packed.
@@ -67,13 +85,11 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
                                            cpu_engine(), m));
         reorder(u.data, u.md, dnnl::memory(merged.get_desc().submemory_desc({d, w}, {0, w}),
                                            cpu_engine(), m));
-        gate_up.tiles.emplace_back(kernel.weights, cpu_engine());
-        reorder(m, merged.get_desc(), gate_up.tiles.back());
+        reorder(m, merged.get_desc(), next_tile(gate_up, j));
     }
     for (std::int64_t j = 0; j < down.columns.count; ++j) {
         const Slice s = slice(down_w, down.columns.begin(j), down.columns.size(j));
-        down.tiles.emplace_back(down.kernel(j, kRowBuckets - 1).weights, cpu_engine());
-        reorder(s.data, s.md, down.tiles.back());
+        reorder(s.data, s.md, next_tile(down, j));
     }
 
     std::set<std::string> impls;

@@ -10,6 +10,7 @@
 
 #include "matmul.hpp"
 #include "tiling.hpp"
+#include "weight_arena.hpp"
 
 namespace swiglu::detail {
 
@@ -19,7 +20,7 @@ struct Phase {
     std::int64_t k = 0;                // reduction length
     ColumnTiling columns;              // tiles of the phase's output columns
     std::int64_t outputs_per_column = 1;  // 2 for gate|up: a tile holds both
-    std::vector<dnnl::memory> tiles;   // packed weights, one per column tile
+    std::vector<dnnl::memory> tiles;   // packed weights, one per column tile (in the arena)
     MatmulKernel kernels[2][kRowBuckets];  // [last tile is narrower][row bucket]
 
     const MatmulKernel& kernel(std::int64_t tile, int bucket) const {
@@ -34,6 +35,7 @@ public:
 
     std::int64_t d = 0;
     std::int64_t f = 0;
+    WeightArena arena;  // holds every packed tile of both phases
     // x @ [Wg | Wu], interleaved by column tile: tile j holds gate columns
     // then up columns of the same f-range, so one matmul yields both halves
     // that SiLU(gate)*up needs while they are in cache.

@@ -33,13 +33,23 @@ int min_row_bucket(std::int64_t weight_bytes) {
     return weight_bytes > kCacheResident ? 2 : 0;
 }
 
-int plan_rows(std::int64_t rows, int min_bucket, RowTile (&tiles)[kMaxRowTilesPerChunk]) {
-    assert(rows >= 1 && rows <= kChunkRows);
+int max_row_bucket(std::int64_t rows, bool single_column_tile) {
+    constexpr int kTop = kRowBuckets - 1;
+    if (!single_column_tile) return kTop;
+    int b = 3;  // 8 rows
+    while (b < kTop && (std::int64_t{2} << b) <= rows / 4) ++b;
+    return b;
+}
+
+int plan_rows(std::int64_t rows, int min_bucket, int max_bucket,
+              RowTile (&tiles)[kMaxRowTilesPerChunk]) {
+    assert(rows >= 1 && rows <= kChunkRows && min_bucket <= max_bucket);
+    const std::int64_t tallest = std::int64_t{1} << max_bucket;
     int n = 0;
     std::int64_t row0 = 0;
     std::int64_t left = rows;
     while (left > 0) {
-        const std::int64_t full = std::min(left, kMaxRowTile);
+        const std::int64_t full = std::min(left, tallest);
         const int up = bucket_of(full, min_bucket);  // smallest height holding them all
         const std::int64_t height = std::int64_t{1} << up;
         // Pad when few rows are left or padding wastes at most a quarter.
@@ -47,7 +57,7 @@ int plan_rows(std::int64_t rows, int min_bucket, RowTile (&tiles)[kMaxRowTilesPe
             tiles[n++] = {row0, left, up};
             break;
         }
-        const int down = left >= kMaxRowTile ? bucket_of(kMaxRowTile, min_bucket)
+        const int down = left >= tallest ? max_bucket
                                              : (height == left ? up : up - 1);
         const std::int64_t take = std::int64_t{1} << down;
         tiles[n++] = {row0, take, down};

@@ -39,8 +39,8 @@ inline constexpr std::int64_t kMaxRowTile = 64;
 // Tokens are processed in chunks of this many rows, so scratch memory does
 // not grow with the token count.
 inline constexpr std::int64_t kChunkRows = 256;
-// Enough for any chunk: 3 full tiles, then at most 32, 16, and a padded one.
-inline constexpr int kMaxRowTilesPerChunk = 8;
+// Enough for any chunk (see max_row_bucket: tiles are >= rows / 8 high).
+inline constexpr int kMaxRowTilesPerChunk = 16;
 
 struct RowTile {
     std::int64_t row0 = 0;  // first row, relative to the chunk
@@ -58,8 +58,15 @@ struct RowTile {
 // the 4x compute of padding shows (glass at 1 token: 6.4 us vs 11 us).
 int min_row_bucket(std::int64_t weight_bytes);
 
-// Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows, no tile shorter
-// than 1 << min_bucket; returns how many.
-int plan_rows(std::int64_t rows, int min_bucket, RowTile (&tiles)[kMaxRowTilesPerChunk]);
+// The tallest row tile for a chunk of `rows` rows. A block with a single
+// column tile in some phase (small d or f, e.g. glass) has only row tiles to
+// spread over threads, so its tiles are cut to about rows / 4 (at least 8:
+// brgemm's rate drops below that); others use 64-row tiles.
+int max_row_bucket(std::int64_t rows, bool single_column_tile);
+
+// Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows, tiles between
+// 1 << min_bucket and 1 << max_bucket rows; returns how many.
+int plan_rows(std::int64_t rows, int min_bucket, int max_bucket,
+              RowTile (&tiles)[kMaxRowTilesPerChunk]);
 
 }  // namespace swiglu::detail

@@ -12,11 +12,14 @@ TEST_SUITE("tiling") {
 
 TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
     for (int min_bucket : {0, 2})
+    for (bool single : {false, true})
     for (std::int64_t rows = 1; rows <= kChunkRows; ++rows) {
         CAPTURE(rows);
         CAPTURE(min_bucket);
+        CAPTURE(single);
+        const int max_bucket = max_row_bucket(rows, single);
         RowTile tiles[kMaxRowTilesPerChunk];
-        const int n = plan_rows(rows, min_bucket, tiles);
+        const int n = plan_rows(rows, min_bucket, max_bucket, tiles);
         REQUIRE(n >= 1);
         REQUIRE(n <= kMaxRowTilesPerChunk);
         std::int64_t next = 0;
@@ -25,6 +28,7 @@ TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
             CHECK(tiles[i].rows >= 1);
             CHECK(tiles[i].rows <= tiles[i].height());
             CHECK(tiles[i].height() <= kMaxRowTile);
+            CHECK(tiles[i].bucket <= std::max(max_bucket, min_bucket));
             CHECK(tiles[i].bucket < kRowBuckets);
             CHECK(tiles[i].bucket >= min_bucket);
             if (i + 1 < n) CHECK(!tiles[i].padded());
@@ -39,16 +43,22 @@ TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
 TEST_CASE("padding wastes little") {
     RowTile tiles[kMaxRowTilesPerChunk];
     // 37 = 32 + 5 (padded to 8), not 64.
-    REQUIRE(plan_rows(37, 0, tiles) == 2);
+    REQUIRE(plan_rows(37, 0, 6, tiles) == 2);
     CHECK(tiles[0].height() == 32);
     CHECK(tiles[1].rows == 5);
     CHECK(tiles[1].height() == 8);
     // 1 token is one tile of the shortest height.
-    REQUIRE(plan_rows(1, 0, tiles) == 1);
+    REQUIRE(plan_rows(1, 0, 6, tiles) == 1);
     CHECK(tiles[0].height() == 1);
-    REQUIRE(plan_rows(1, 2, tiles) == 1);
+    REQUIRE(plan_rows(1, 2, 6, tiles) == 1);
     CHECK(tiles[0].height() == 4);
     CHECK(tiles[0].rows == 1);
+    // A single-column-tile block (glass) splits rows so threads have work.
+    CHECK(max_row_bucket(16, true) == 3);
+    CHECK(max_row_bucket(64, true) == 4);
+    CHECK(max_row_bucket(256, true) == 6);
+    CHECK(max_row_bucket(16, false) == 6);
+    REQUIRE(plan_rows(16, 0, max_row_bucket(16, true), tiles) == 2);
     // Streamed weights get 4-row tiles at least, cache-resident ones 1-row.
     CHECK(min_row_bucket(3 * 4096 * 11008 * 4) == 2);
     CHECK(min_row_bucket(3 * 128 * 341 * 4) == 0);

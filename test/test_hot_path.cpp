@@ -1,0 +1,61 @@
+// The hot path allocates nothing of its own. oneDNN 2.6's public execute()
+// builds a small argument map per primitive execution (6 operator new calls
+// here, inside dnnl_primitive_execute, served from the thread's malloc cache),
+// which no public API avoids; so the test counts allocations per forward()
+// and checks they are exactly that: the same on every call, and no more than
+// oneDNN's per-execution share.
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <new>
+#include <vector>
+
+#include <swiglu/swiglu.hpp>
+
+#include "reference.hpp"
+
+namespace {
+std::atomic<long> g_news{0};
+}
+
+// Replaces the global operator new for the whole test binary (and the oneDNN
+// it calls): counting only.
+void* operator new(std::size_t n) {
+    g_news.fetch_add(1, std::memory_order_relaxed);
+    if (void* p = std::malloc(n ? n : 1)) return p;
+    throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace swiglu;
+
+TEST_SUITE("hot_path") {
+
+TEST_CASE("forward allocates the same on every call, only inside oneDNN's execute") {
+    struct Case { std::int64_t d, f, tokens; int threads; long executions; };
+    // executions = primitive runs per call: (row tiles) x (column tiles), both phases.
+    for (Case c : {Case{128, 341, 1, 1, 2}, Case{128, 341, 64, 2, 8}, Case{13, 7, 5, 2, 2}}) {
+        CAPTURE(c.d);
+        CAPTURE(c.tokens);
+        test::RandomBlock b(c.d, c.f, Layout::out_in, 3);
+        Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{c.threads});
+        const auto x = test::random_input(c.tokens, c.d, 1);
+        std::vector<float> y(x.size());
+        ffn.forward(x.data(), y.data(), c.tokens);  // first call: workspace made here
+        long counts[3];
+        for (long& n : counts) {
+            const long before = g_news.load();
+            for (int i = 0; i < 10; ++i) ffn.forward(x.data(), y.data(), c.tokens);
+            n = g_news.load() - before;
+        }
+        CHECK(counts[0] == counts[1]);
+        CHECK(counts[1] == counts[2]);
+        MESSAGE("operator new per forward: ", counts[0] / 10.0, " for ", c.executions,
+                " primitive executions");
+        CHECK(counts[0] <= 10 * 6 * c.executions);
+    }
+}
+
+}  // TEST_SUITE

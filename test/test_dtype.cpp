@@ -1,0 +1,1 @@
+// placeholder: reduced-precision tests (issue 4)

@@ -21,7 +21,7 @@ namespace swiglu {
 
 namespace {
 
-using detail::Dtype;
+using detail::TensorDtype;
 using detail::quote_name;
 using detail::SafetensorsFile;
 using detail::TensorInfo;
@@ -196,7 +196,7 @@ void check_weight(const SafetensorsFile& file, const TensorInfo& t, const char* 
     if (t.shape.size() != 2)
         fail(file, role_text(t, role) + " must be 2-D, found shape " + shape_text(t.shape) + " (" +
                        std::to_string(t.shape.size()) + "-D)");
-    if (t.dtype != Dtype::F32 && t.dtype != Dtype::BF16 && t.dtype != Dtype::F16)
+    if (t.dtype != TensorDtype::F32 && t.dtype != TensorDtype::BF16 && t.dtype != TensorDtype::F16)
         fail(file,
              role_text(t, role) + " has unsupported dtype " + detail::dtype_name(t.dtype) +
                  "; weights must be F32, BF16 or F16",

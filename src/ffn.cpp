@@ -24,6 +24,15 @@ std::int64_t llama_hidden(std::int64_t d) {
     return 8 * d / 3;
 }
 
+const char* dtype_name(Dtype dtype) noexcept {
+    switch (dtype) {
+        case Dtype::f32: return "f32";
+        case Dtype::bf16: return "bf16";
+        case Dtype::int8: return "int8";
+    }
+    return "unknown";
+}
+
 std::int64_t parameter_count(std::int64_t d, std::int64_t f) {
     std::int64_t df = 0, n = 0;
     if (d < 0 || f < 0 || __builtin_mul_overflow(d, f, &df) || __builtin_mul_overflow(df, 3, &n))
@@ -77,6 +86,12 @@ void check_weights(const WeightView& gate, const WeightView& up, const WeightVie
                 ": the weights' byte size overflows 64 bits");
 }
 
+void check_dtype(Dtype dtype) {
+    if (dtype != Dtype::f32 && dtype != Dtype::bf16 && dtype != Dtype::int8)
+        invalid("Ffn: options.dtype must be Dtype::f32, bf16 or int8 (got " +
+                std::to_string(static_cast<int>(dtype)) + ")");
+}
+
 int resolve_threads(int threads) {
     if (threads == 0) return detail::available_cores();
     if (threads < 0 || threads > kMaxThreads)
@@ -91,8 +106,9 @@ namespace detail {
 
 class FfnImpl {
 public:
-    FfnImpl(const WeightView& gate, const WeightView& up, const WeightView& down, int threads)
-        : block(gate, up, down),
+    FfnImpl(const WeightView& gate, const WeightView& up, const WeightView& down, int threads,
+            Dtype dtype)
+        : block(gate, up, down, dtype),
           pool(threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr),
           threads(threads) {}
 
@@ -158,8 +174,11 @@ auto guarded(const char* what, F&& f) -> decltype(f()) {
 Ffn::Ffn(const WeightView& gate, const WeightView& up, const WeightView& down,
          const Options& options) {
     check_weights(gate, up, down);
+    check_dtype(options.dtype);
     const int threads = resolve_threads(options.threads);
-    impl_ = guarded("Ffn", [&] { return std::make_unique<detail::FfnImpl>(gate, up, down, threads); });
+    impl_ = guarded("Ffn", [&] {
+        return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype);
+    });
 }
 
 Ffn::~Ffn() = default;
@@ -177,7 +196,8 @@ int Ffn::threads() const { return live(impl_).threads; }
 
 Implementation Ffn::implementation() const {
     const detail::FfnImpl& impl = live(impl_);
-    return {impl.block.implementation, detail::silu_mul_isa_name(), impl.threads};
+    return {impl.block.dtype, impl.block.implementation, detail::silu_mul_isa_name(),
+            impl.threads};
 }
 
 namespace {

@@ -6,6 +6,7 @@
 #include <exception>
 
 #include "activation/silu_mul.hpp"
+#include "convert.hpp"
 
 namespace swiglu::detail {
 
@@ -14,6 +15,24 @@ namespace {
 // Below this many flops a chunk runs on the calling thread: waking and
 // joining the pool costs a few microseconds, as much as the work itself.
 constexpr double kMinParallelFlops = 1 << 20;
+
+void copy_rows(const float* from, std::int64_t from_stride, float* to, std::int64_t to_stride,
+               std::int64_t rows, std::int64_t width) {
+    for (std::int64_t r = 0; r < rows; ++r)
+        std::memcpy(to + r * to_stride, from + r * from_stride,
+                    static_cast<std::size_t>(width) * sizeof(float));
+}
+
+// int8: s32 accumulators -> f32, scaled by the row's and each column's
+// scale; in place (the bits are read through memcpy, not an aliased pointer).
+void dequantize(const float* acc, float* out, std::int64_t n, float row_scale,
+                const float* column_scales) {
+    for (std::int64_t i = 0; i < n; ++i) {
+        std::int32_t a;
+        std::memcpy(&a, acc + i, sizeof(a));
+        out[i] = static_cast<float>(a) * (row_scale * column_scales[i]);
+    }
+}
 
 struct Chunk {
     const PackedBlock& block;
@@ -26,8 +45,56 @@ struct Chunk {
     std::atomic<bool> failed{false};
     std::exception_ptr error;
 
-    const float* x_rows(const RowTile& t) const {
-        return t.padded() ? ws.x_pad.data() : x + t.row0 * block.d;
+    bool emulated_bf16() const { return block.dtype == Dtype::bf16 && block.storage == Dtype::f32; }
+
+    // The chunk's x as the gate|up matmul reads it (see Workspace::x_lp).
+    void prepare_x(std::int64_t rows) {
+        const std::int64_t d = block.d;
+        const RowTile& last = tiles[row_tiles - 1];
+        unsigned char* lp = ws.x_lp.data();
+        switch (block.storage) {
+            case Dtype::f32:
+                if (emulated_bf16()) {
+                    auto* out = reinterpret_cast<float*>(lp);
+                    for (std::int64_t i = 0; i < rows * d; ++i) out[i] = round_to_bf16(x[i]);
+                } else if (last.padded()) {
+                    std::memcpy(lp, x + last.row0 * d,
+                                static_cast<std::size_t>(last.rows * d) * sizeof(float));
+                }
+                return;
+            case Dtype::bf16:
+                to_bf16(x, reinterpret_cast<std::uint16_t*>(lp), static_cast<std::size_t>(rows * d));
+                return;
+            case Dtype::int8:
+                for (std::int64_t r = 0; r < rows; ++r)
+                    ws.x_scale.data()[r] = quantize_row(
+                        x + r * d, reinterpret_cast<std::int8_t*>(lp) + r * d,
+                        static_cast<std::size_t>(d));
+                return;
+        }
+    }
+
+    const void* gate_up_src(const RowTile& t) const {
+        const std::int64_t at = t.row0 * block.d;
+        const unsigned char* lp = ws.x_lp.data();
+        switch (block.storage) {
+            case Dtype::f32:
+                if (emulated_bf16()) return reinterpret_cast<const float*>(lp) + at;
+                return t.padded() ? reinterpret_cast<const float*>(lp) : x + at;
+            case Dtype::bf16: return reinterpret_cast<const std::uint16_t*>(lp) + at;
+            case Dtype::int8: return reinterpret_cast<const std::int8_t*>(lp) + at;
+        }
+        return nullptr;
+    }
+
+    const void* down_src(const RowTile& t) const {
+        const std::int64_t at = t.row0 * block.f;
+        switch (block.storage) {
+            case Dtype::f32: return ws.act.data() + at;
+            case Dtype::bf16: return reinterpret_cast<const std::uint16_t*>(ws.act_lp.data()) + at;
+            case Dtype::int8: return reinterpret_cast<const std::int8_t*>(ws.act_lp.data()) + at;
+        }
+        return nullptr;
     }
 
     void gate_up(std::int64_t task, int worker) {
@@ -36,32 +103,38 @@ struct Chunk {
         const RowTile& t = tiles[task % row_tiles];
         WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
         execute(phase.kernel(j, t.bucket), w.bindings[0][phase.columns.is_tail(j)][t.bucket],
-                w.stream, phase.tiles[static_cast<std::size_t>(j)], x_rows(t), w.tile.data(),
-                w.scratchpad.data());
-        const std::int64_t width = phase.columns.size(j);
-        float* act = ws.act.data() + t.row0 * block.f + phase.columns.begin(j);
-        if (trace) copy_trace(t, j, w.tile.data());
+                w.stream, phase.tiles[static_cast<std::size_t>(j)], gate_up_src(t),
+                w.tile.data(), w.scratchpad.data());
+        const std::int64_t width = phase.columns.size(j), c0 = phase.columns.begin(j);
         for (std::int64_t r = 0; r < t.height(); ++r) {
-            const float* g = w.tile.data() + r * 2 * width;
-            silu_mul(g, g + width, act + r * block.f, static_cast<std::size_t>(width));
+            const std::int64_t row = t.row0 + r;
+            float* g = w.tile.data() + r * 2 * width;  // [gate | up] of this row
+            if (block.storage == Dtype::int8)
+                dequantize(g, g, 2 * width, ws.x_scale.data()[row], phase.scales.data() + 2 * c0);
+            const bool traced = trace && r < t.rows;
+            if (traced) {
+                copy_rows(g, 0, trace->gate + row * block.f + c0, 0, 1, width);
+                copy_rows(g + width, 0, trace->up + row * block.f + c0, 0, 1, width);
+            }
+            // SiLU(gate) * up in f32, while the tile is in L1/L2.
+            float* act = block.storage == Dtype::bf16 ? g : ws.act.data() + row * block.f + c0;
+            silu_mul(g, g + width, act, static_cast<std::size_t>(width));
+            if (emulated_bf16())
+                for (std::int64_t i = 0; i < width; ++i) act[i] = round_to_bf16(act[i]);
+            if (traced) copy_rows(act, 0, trace->act + row * block.f + c0, 0, 1, width);
+            if (block.storage == Dtype::bf16)
+                to_bf16(act, reinterpret_cast<std::uint16_t*>(ws.act_lp.data()) + row * block.f + c0,
+                        static_cast<std::size_t>(width));
         }
-        if (trace) copy_rows(act, block.f, trace->act + t.row0 * block.f + phase.columns.begin(j),
-                             block.f, t.rows, width);
     }
 
-    static void copy_rows(const float* from, std::int64_t from_stride, float* to,
-                          std::int64_t to_stride, std::int64_t rows, std::int64_t width) {
-        for (std::int64_t r = 0; r < rows; ++r)
-            std::memcpy(to + r * to_stride, from + r * from_stride,
-                        static_cast<std::size_t>(width) * sizeof(float));
-    }
-
-    // Copies a [gate | up] result tile's valid rows into the trace.
-    void copy_trace(const RowTile& t, std::int64_t j, const float* tile) const {
-        const std::int64_t width = block.gate_up.columns.size(j);
-        const std::int64_t at = t.row0 * block.f + block.gate_up.columns.begin(j);
-        copy_rows(tile, 2 * width, trace->gate + at, block.f, t.rows, width);
-        copy_rows(tile + width, 2 * width, trace->up + at, block.f, t.rows, width);
+    // int8: act rows to s8, one scale per token (needs the whole row, so
+    // after every gate|up task of the chunk).
+    void quantize_act(std::int64_t row, int) {
+        ws.act_scale.data()[row] = quantize_row(
+            ws.act.data() + row * block.f,
+            reinterpret_cast<std::int8_t*>(ws.act_lp.data()) + row * block.f,
+            static_cast<std::size_t>(block.f));
     }
 
     void down(std::int64_t task, int worker) {
@@ -70,12 +143,18 @@ struct Chunk {
         const RowTile& t = tiles[task % row_tiles];
         WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
         execute(phase.kernel(j, t.bucket), w.bindings[1][phase.columns.is_tail(j)][t.bucket],
-                w.stream, phase.tiles[static_cast<std::size_t>(j)],
-                ws.act.data() + t.row0 * block.f, w.tile.data(), w.scratchpad.data());
-        const std::int64_t width = phase.columns.size(j);
+                w.stream, phase.tiles[static_cast<std::size_t>(j)], down_src(t), w.tile.data(),
+                w.scratchpad.data());
+        const std::int64_t width = phase.columns.size(j), c0 = phase.columns.begin(j);
+        float* out = y + t.row0 * block.d + c0;
         // Only the valid rows: a padded tile's extra rows are dropped here.
-        copy_rows(w.tile.data(), width, y + t.row0 * block.d + phase.columns.begin(j), block.d,
-                  t.rows, width);
+        if (block.storage != Dtype::int8) {
+            copy_rows(w.tile.data(), width, out, block.d, t.rows, width);
+            return;
+        }
+        for (std::int64_t r = 0; r < t.rows; ++r)
+            dequantize(w.tile.data() + r * width, out + r * block.d, width,
+                       ws.act_scale.data()[t.row0 + r], phase.scales.data() + c0);
     }
 
     // Runs tasks [0, n) of one phase; the first failure is kept, later tasks
@@ -102,25 +181,26 @@ struct Chunk {
 
 void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const float* x,
                float* y, std::int64_t rows, const TraceSink* trace) {
-    const std::int64_t d = block.d;
+    const std::int64_t d = block.d, f = block.f;
+    const bool single_column_tile =
+        block.gate_up.columns.count == 1 || block.down.columns.count == 1;
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
         TraceSink chunk_trace;
-        if (trace)
-            chunk_trace = {trace->gate + m0 * block.f, trace->up + m0 * block.f,
-                           trace->act + m0 * block.f};
+        if (trace) chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f, trace->act + m0 * f};
         Chunk chunk{block, ws, x + m0 * d, y + m0 * d, trace ? &chunk_trace : nullptr, {}, 0, {}, {}};
-        const bool single_column_tile =
-            block.gate_up.columns.count == 1 || block.down.columns.count == 1;
         chunk.row_tiles = plan_rows(n, block.min_bucket, max_row_bucket(n, single_column_tile),
                                     chunk.tiles);
-        const RowTile& last = chunk.tiles[chunk.row_tiles - 1];
-        if (last.padded())
-            std::memcpy(ws.x_pad.data(), chunk.x + last.row0 * d,
-                        static_cast<std::size_t>(last.rows * d) * sizeof(float));
+        chunk.prepare_x(n);
 
-        ThreadPool* use = pool && 6.0 * double(n) * double(d) * double(block.f) >= kMinParallelFlops ? pool : nullptr;
+        ThreadPool* use = pool && 6.0 * double(n) * double(d) * double(f) >= kMinParallelFlops
+                              ? pool
+                              : nullptr;
         chunk.run<&Chunk::gate_up>(use, chunk.row_tiles * block.gate_up.columns.count);
+        if (block.storage == Dtype::int8) {
+            const RowTile& last = chunk.tiles[chunk.row_tiles - 1];
+            chunk.run<&Chunk::quantize_act>(use, last.row0 + last.height());
+        }
         chunk.run<&Chunk::down>(use, chunk.row_tiles * block.down.columns.count);
     }
 }

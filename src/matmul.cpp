@@ -30,14 +30,14 @@ void rethrow_dnnl(const dnnl::error& e, const char* what) {
 }
 
 MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
-                         const dnnl::memory::desc* packed) {
+                         const dnnl::memory::desc* packed, const MatmulTypes& types) {
     try {
         OmpSerialScope serial;
         MatmulKernel kernel;
-        const dnnl::memory::desc src({rows, k}, dt::f32, tag::ab);
+        const dnnl::memory::desc src({rows, k}, types.src, tag::ab);
         const dnnl::memory::desc weights =
-            packed ? *packed : dnnl::memory::desc({k, n}, dt::f32, tag::any);
-        const dnnl::memory::desc dst({rows, n}, dt::f32, tag::ab);
+            packed ? *packed : dnnl::memory::desc({k, n}, types.weights, tag::any);
+        const dnnl::memory::desc dst({rows, n}, types.dst, tag::ab);
         dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), attr,
@@ -55,10 +55,10 @@ MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
     }
 }
 
-void reorder(const float* src, const dnnl::memory::desc& from, const dnnl::memory& to) {
+void reorder(const void* src, const dnnl::memory::desc& from, const dnnl::memory& to) {
     try {
         OmpSerialScope serial;
-        dnnl::memory source(from, cpu_engine(), const_cast<float*>(src));
+        dnnl::memory source(from, cpu_engine(), const_cast<void*>(src));
         dnnl::stream stream(cpu_engine());
         dnnl::memory target = to;  // a handle: execute() wants it non-const
         dnnl::reorder(source, target).execute(stream, source, target);
@@ -75,10 +75,10 @@ void MatmulBinding::bind(const MatmulKernel& kernel) {
 }
 
 void execute(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,
-             const dnnl::memory& weights, const float* src, float* dst, void* scratchpad) {
+             const dnnl::memory& weights, const void* src, void* dst, void* scratchpad) {
     // The C API takes the arguments as an array on our stack; the C++
     // execute() would build a std::unordered_map per call.
-    binding.src.set_data_handle(const_cast<float*>(src));
+    binding.src.set_data_handle(const_cast<void*>(src));
     binding.dst.set_data_handle(dst);
     binding.scratchpad.set_data_handle(scratchpad);
     const dnnl_exec_arg_t args[] = {

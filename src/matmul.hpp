@@ -28,7 +28,14 @@ private:
     int saved_;
 };
 
-// (rows x k) @ (k x n) -> (rows x n), f32, all row-major and dense. (A
+// The data types of one matmul: source, weights, destination.
+struct MatmulTypes {
+    dnnl::memory::data_type src = dnnl::memory::data_type::f32;
+    dnnl::memory::data_type weights = dnnl::memory::data_type::f32;
+    dnnl::memory::data_type dst = dnnl::memory::data_type::f32;
+};
+
+// (rows x k) @ (k x n) -> (rows x n), all row-major and dense. (A
 // strided destination would let a tile land straight in y, but oneDNN 2.6's
 // brgemm then declines and gemm:jit, which repacks weights per call, runs.)
 struct MatmulKernel {
@@ -47,11 +54,11 @@ struct MatmulKernel {
 // (format_tag::any); otherwise the kernel must use that layout, so one packed
 // copy of the weights serves every row height. Throws swiglu::Error.
 MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
-                         const dnnl::memory::desc* packed);
+                         const dnnl::memory::desc* packed, const MatmulTypes& types = {});
 
-// Copies f32 data laid out as `from` at `src` into `to` (any layouts, e.g. a
-// strided view into a packed one).
-void reorder(const float* src, const dnnl::memory::desc& from, const dnnl::memory& to);
+// Copies data laid out as `from` at `src` into `to` (any layouts, e.g. a
+// strided view into a packed one; f32 -> bf16 rounds to nearest even).
+void reorder(const void* src, const dnnl::memory::desc& from, const dnnl::memory& to);
 
 // Per-thread execution state for one kernel: memory objects whose data
 // handles are swapped per call (no allocation), and the thread's stream.
@@ -63,7 +70,7 @@ struct MatmulBinding {
 
 // Runs `kernel` on this thread. `scratchpad` holds kernel.scratchpad_bytes.
 void execute(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,
-             const dnnl::memory& weights, const float* src, float* dst, void* scratchpad);
+             const dnnl::memory& weights, const void* src, void* dst, void* scratchpad);
 
 // Throws swiglu::Error for a dnnl::error, keeping oneDNN's message.
 [[noreturn]] void rethrow_dnnl(const dnnl::error& e, const char* what);

@@ -1,6 +1,9 @@
 #include "packed_block.hpp"
 
 #include <set>
+#include <vector>
+
+#include "convert.hpp"
 
 namespace swiglu::detail {
 
@@ -23,19 +26,35 @@ Slice slice(const WeightView& w, std::int64_t col0, std::int64_t width) {
     return {w.data + col0, dnnl::memory::desc({in, width}, dt::f32, {out, 1})};
 }
 
+MatmulTypes types_of(Dtype dtype) {
+    switch (dtype) {
+        case Dtype::bf16: return {dt::bf16, dt::bf16, dt::f32};
+        case Dtype::int8: return {dt::s8, dt::s8, dt::s32};
+        case Dtype::f32: break;
+    }
+    return {};
+}
+
 // Creates the kernels of `phase` for every row height and tile width; the
 // 64-row kernel picks the packed weight layout, the others must share it.
-void make_kernels(Phase& phase, int min_bucket) {
+void make_kernels(Phase& phase, int min_bucket, const MatmulTypes& types) {
     const std::int64_t widths[2] = {phase.columns.width, phase.columns.tail};
     for (int tail = 0; tail < 2; ++tail) {
         if (tail == 1 && phase.columns.tail == phase.columns.width) break;
         const std::int64_t n = widths[tail] * phase.outputs_per_column;
         MatmulKernel& top = phase.kernels[tail][kRowBuckets - 1];
-        top = make_matmul(kMaxRowTile, phase.k, n, nullptr);
+        top = make_matmul(kMaxRowTile, phase.k, n, nullptr, types);
         for (int b = min_bucket; b + 1 < kRowBuckets; ++b)
             phase.kernels[tail][b] =
-                make_matmul(std::int64_t{1} << b, phase.k, n, &top.weights);
+                make_matmul(std::int64_t{1} << b, phase.k, n, &top.weights, types);
     }
+}
+
+bool is_reference(const Phase& phase) {
+    for (const auto& row : phase.kernels)
+        for (const MatmulKernel& k : row)
+            if (k && k.implementation.find("ref") != std::string::npos) return true;
+    return false;
 }
 
 // A packed tile's size, rounded up to a cache line.
@@ -45,26 +64,83 @@ std::size_t tile_bytes(const Phase& phase, std::int64_t tile) {
 
 }  // namespace
 
+void PackedBlock::pack_tile(Phase& phase, std::int64_t j, std::vector<float>& plain,
+                            const dnnl::memory& to) {
+    const std::int64_t k = phase.k;
+    const std::int64_t n = phase.columns.size(j) * phase.outputs_per_column;
+    const dnnl::memory::desc plain_md({k, n}, dt::f32, {n, 1});
+    switch (storage) {
+        case Dtype::f32:
+            reorder(plain.data(), plain_md, to);
+            return;
+        case Dtype::bf16:
+            reorder(plain.data(), plain_md, to);  // oneDNN rounds to nearest even
+            return;
+        case Dtype::int8: {
+            // One symmetric scale per output channel (column).
+            std::vector<std::int8_t> q(static_cast<std::size_t>(k * n));
+            float* scales = phase.scales.data() + phase.outputs_per_column * phase.columns.begin(j);
+            for (std::int64_t c = 0; c < n; ++c)
+                scales[c] = quantize_column(plain.data() + c, static_cast<std::size_t>(k), n,
+                                            q.data() + c, n);
+            reorder(q.data(), dnnl::memory::desc({k, n}, dt::s8, {n, 1}), to);
+            return;
+        }
+    }
+}
+
 PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
-                         const WeightView& down_w)
-    : d(gate_w.in_features()), f(gate_w.out_features()) {
-    // Tile sizes: gate|up tiles read 2 weights of d floats per column, down
-    // tiles f floats per column.
+                         const WeightView& down_w, Dtype dtype_)
+    : d(gate_w.in_features()), f(gate_w.out_features()), dtype(dtype_), storage(dtype_) {
+    // Tile sizes: gate|up tiles read 2 weights of d per column, down tiles f.
+    const std::int64_t bytes_per_weight = dtype == Dtype::f32 ? 4 : dtype == Dtype::bf16 ? 2 : 1;
     gate_up.k = d;
     gate_up.outputs_per_column = 2;
-    gate_up.columns = plan_columns(f, 2 * d * std::int64_t{sizeof(float)});
+    gate_up.columns = plan_columns(f, 2 * d * bytes_per_weight);
     down.k = f;
-    down.columns = plan_columns(d, f * std::int64_t{sizeof(float)});
+    down.columns = plan_columns(d, f * bytes_per_weight);
 
-    min_bucket = min_row_bucket(3 * d * f * std::int64_t{sizeof(float)});
-    make_kernels(gate_up, min_bucket);
-    make_kernels(down, min_bucket);
+    min_bucket = min_row_bucket(3 * d * f * bytes_per_weight);
+    auto make_all = [&] {
+        for (Phase* p : {&gate_up, &down})
+            for (auto& row : p->kernels)
+                for (MatmulKernel& k : row) k = MatmulKernel{};
+        make_kernels(gate_up, min_bucket, types_of(storage));
+        make_kernels(down, min_bucket, types_of(storage));
+    };
+    if (dtype == Dtype::bf16) {
+        // No bf16 matmul on this CPU (oneDNN 2.6 needs AVX-512; with only
+        // reference code it would be slower than f32): keep bf16 numerics
+        // (weights and matmul inputs rounded to bf16) on f32 kernels instead,
+        // and say so in `implementation`.
+        try {
+            make_all();
+            if (is_reference(gate_up) || is_reference(down)) storage = Dtype::f32;
+        } catch (const Error& e) {
+            if (e.status() != Status::unsupported) throw;
+            storage = Dtype::f32;
+        }
+        if (storage == Dtype::f32) make_all();
+    } else {
+        make_all();
+    }
+    if (storage == Dtype::int8 && gate_up.kernels[0][kRowBuckets - 1].implementation.rfind("brg:", 0) != 0)
+        // Without AVX512-VNNI oneDNN 2.6 picks gemm:jit for s8 x s8, whose
+        // results did not match our int8 simulation in tests (not pursued
+        // further): refuse rather than compute garbage.
+        throw Error(Status::unsupported,
+                    "Ffn: int8 needs a CPU with AVX512-VNNI (oneDNN chose " +
+                        gate_up.kernels[0][kRowBuckets - 1].implementation +
+                        "); use Dtype::bf16 or Dtype::f32 here");
+    if (storage == Dtype::int8) {
+        gate_up.scales.resize(static_cast<std::size_t>(2 * f));
+        down.scales.resize(static_cast<std::size_t>(d));
+    }
 
     // Every packed tile in one arena, in the order the tasks read them.
     std::size_t total = 0;
     for (const Phase* p : {&gate_up, &down})
-        for (std::int64_t j = 0; j < p->columns.count; ++j)
-            total += tile_bytes(*p, j);
+        for (std::int64_t j = 0; j < p->columns.count; ++j) total += tile_bytes(*p, j);
     arena = WeightArena(total);
     std::size_t offset = 0;
     auto next_tile = [&](Phase& p, std::int64_t j) -> dnnl::memory& {
@@ -73,23 +149,33 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
         offset += tile_bytes(p, j);
         return p.tiles.back();
     };
-
+    // Each tile goes through a plain f32 (k x n) copy: [gate | up] side by
+    // side for gate_up, the slice of W_down for down; then it is packed.
+    const bool emulate_bf16 = dtype == Dtype::bf16 && storage == Dtype::f32;
+    std::vector<float> plain;
+    auto to_plain = [&](const Slice& s, std::int64_t k, std::int64_t n, std::int64_t col0) {
+        const dnnl::memory::desc whole({k, n}, dt::f32, {n, 1});
+        reorder(s.data, s.md,
+                dnnl::memory(whole.submemory_desc(s.md.dims(), {0, col0}), cpu_engine(),
+                             plain.data()));
+    };
+    auto finish = [&](Phase& p, std::int64_t j) {
+        if (emulate_bf16)
+            for (float& v : plain) v = round_to_bf16(v);
+        pack_tile(p, j, plain, next_tile(p, j));
+    };
     for (std::int64_t j = 0; j < gate_up.columns.count; ++j) {
-        const std::int64_t c0 = gate_up.columns.begin(j);
-        const std::int64_t w = gate_up.columns.size(j);
-        // [gate | up] side by side in a plain (d x 2w) matrix, then packed.
-        dnnl::memory merged(dnnl::memory::desc({d, 2 * w}, dt::f32, {2 * w, 1}), cpu_engine());
-        auto* m = static_cast<float*>(merged.get_data_handle());
-        const Slice g = slice(gate_w, c0, w), u = slice(up_w, c0, w);
-        reorder(g.data, g.md, dnnl::memory(merged.get_desc().submemory_desc({d, w}, {0, 0}),
-                                           cpu_engine(), m));
-        reorder(u.data, u.md, dnnl::memory(merged.get_desc().submemory_desc({d, w}, {0, w}),
-                                           cpu_engine(), m));
-        reorder(m, merged.get_desc(), next_tile(gate_up, j));
+        const std::int64_t c0 = gate_up.columns.begin(j), w = gate_up.columns.size(j);
+        plain.assign(static_cast<std::size_t>(d * 2 * w), 0.0f);
+        to_plain(slice(gate_w, c0, w), d, 2 * w, 0);
+        to_plain(slice(up_w, c0, w), d, 2 * w, w);
+        finish(gate_up, j);
     }
     for (std::int64_t j = 0; j < down.columns.count; ++j) {
-        const Slice s = slice(down_w, down.columns.begin(j), down.columns.size(j));
-        reorder(s.data, s.md, next_tile(down, j));
+        const std::int64_t w = down.columns.size(j);
+        plain.assign(static_cast<std::size_t>(f * w), 0.0f);
+        to_plain(slice(down_w, down.columns.begin(j), w), f, w, 0);
+        finish(down, j);
     }
 
     std::set<std::string> impls;
@@ -102,6 +188,9 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
                 }
     for (const std::string& name : impls)
         implementation += (implementation.empty() ? "" : ",") + name;
+    if (emulate_bf16)
+        implementation += " (f32 kernels on bf16-rounded weights: this CPU has no bf16 matmul; "
+                          "expect f32 speed)";
 }
 
 }  // namespace swiglu::detail

@@ -22,6 +22,9 @@ struct Phase {
     std::int64_t outputs_per_column = 1;  // 2 for gate|up: a tile holds both
     std::vector<dnnl::memory> tiles;   // packed weights, one per column tile (in the arena)
     MatmulKernel kernels[2][kRowBuckets];  // [last tile is narrower][row bucket]
+    // int8 only: one scale per output channel, in the matmul's output order
+    // (tile j's outputs start at outputs_per_column * columns.begin(j)).
+    std::vector<float> scales;
 
     const MatmulKernel& kernel(std::int64_t tile, int bucket) const {
         return kernels[columns.is_tail(tile) ? 1 : 0][bucket];
@@ -31,10 +34,13 @@ struct Phase {
 class PackedBlock {
 public:
     // Shapes must already be validated (see ffn.cpp).
-    PackedBlock(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w);
+    PackedBlock(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w,
+                Dtype dtype);
 
     std::int64_t d = 0;
     std::int64_t f = 0;
+    Dtype dtype = Dtype::f32;    // what was asked for: the numerics
+    Dtype storage = Dtype::f32;  // what the kernels run (f32 when bf16 is emulated)
     WeightArena arena;  // holds every packed tile of both phases
     // x @ [Wg | Wu], interleaved by column tile: tile j holds gate columns
     // then up columns of the same f-range, so one matmul yields both halves
@@ -45,6 +51,10 @@ public:
     int min_bucket = 0;                // shortest row tile, see min_row_bucket()
     std::size_t scratchpad_bytes = 0;  // the largest any kernel needs
     std::string implementation;        // the oneDNN implementations, e.g. "brg:avx512_core"
+
+private:
+    void pack_tile(Phase& phase, std::int64_t tile, std::vector<float>& plain,
+                   const dnnl::memory& to);
 };
 
 }  // namespace swiglu::detail

@@ -19,7 +19,7 @@
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;
-using detail::Dtype;
+using detail::TensorDtype;
 using detail::SafetensorsFile;
 using detail::TensorInfo;
 namespace t = swiglu::test;
@@ -111,15 +111,15 @@ void check_three_tensors(const SafetensorsFile& file) {
     REQUIRE(b);
     REQUIRE(c);
     CHECK(file.find("d") == nullptr);
-    CHECK(a->dtype == Dtype::F32);
+    CHECK(a->dtype == TensorDtype::F32);
     CHECK(a->shape == std::vector<std::int64_t>{2, 3});
     CHECK(a->elements == 6);
     CHECK(a->offset == 0);
     CHECK(a->bytes == 24);
-    CHECK(b->dtype == Dtype::BF16);
+    CHECK(b->dtype == TensorDtype::BF16);
     CHECK(b->offset == 24);
     CHECK(b->bytes == 6);
-    CHECK(c->dtype == Dtype::F16);
+    CHECK(c->dtype == TensorDtype::F16);
     CHECK(c->offset == 30);
     CHECK(c->bytes == 4);
     CHECK(file.data_size() == 34);
@@ -165,16 +165,16 @@ TEST_CASE("f16 and bf16 widen exactly: all 65536 values") {
 }
 
 TEST_CASE("dtype names and sizes") {
-    CHECK(detail::parse_dtype("BF16") == Dtype::BF16);
-    CHECK(detail::parse_dtype("F8_E4M3") == Dtype::F8_E4M3);
+    CHECK(detail::parse_dtype("BF16") == TensorDtype::BF16);
+    CHECK(detail::parse_dtype("F8_E4M3") == TensorDtype::F8_E4M3);
     CHECK(!detail::parse_dtype("bf16"));  // names are case-sensitive
     CHECK(!detail::parse_dtype("Q4_0"));
-    CHECK(std::string(detail::dtype_name(Dtype::F16)) == "F16");
-    CHECK(detail::dtype_bits(Dtype::F4) == 4);
-    CHECK(detail::dtype_bits(Dtype::F6_E3M2) == 6);
-    CHECK(detail::dtype_bits(Dtype::BOOL) == 8);
-    CHECK(detail::dtype_bits(Dtype::BF16) == 16);
-    CHECK(detail::dtype_bits(Dtype::C64) == 64);
+    CHECK(std::string(detail::dtype_name(TensorDtype::F16)) == "F16");
+    CHECK(detail::dtype_bits(TensorDtype::F4) == 4);
+    CHECK(detail::dtype_bits(TensorDtype::F6_E3M2) == 6);
+    CHECK(detail::dtype_bits(TensorDtype::BOOL) == 8);
+    CHECK(detail::dtype_bits(TensorDtype::BF16) == 16);
+    CHECK(detail::dtype_bits(TensorDtype::C64) == 64);
 }
 
 TEST_CASE("reads a well-formed file from memory and from disk") {

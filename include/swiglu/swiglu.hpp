@@ -67,14 +67,30 @@ struct WeightView {
     }
 };
 
+// The precision of the packed weights and the matmuls. Input, output and
+// accumulation stay f32 whatever the choice.
+//   f32:  exact f32 weights.
+//   bf16: weights and matmul inputs rounded to bf16 (half the bytes of f32),
+//         f32 accumulation; SiLU(gate)*up computed in f32. Native on CPUs with
+//         avx512_bf16; elsewhere see Implementation::matmul.
+//   int8: weights quantized to s8 with one scale per output channel
+//         (symmetric), activations to s8 per token at run time (x, and act
+//         between the phases), s32 accumulation, f32 out. A quarter of the
+//         bytes of f32; relative error ~1e-2 of max|y| (see README).
+enum class Dtype { f32, bf16, int8 };
+
+SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;  // "f32", "bf16", "int8"
+
 struct Options {
     // Threads that forward() may use, the calling thread included.
     // 0 = every core this process may run on (its CPU affinity).
     int threads = 0;
+    Dtype dtype = Dtype::f32;
 };
 
 // What runs underneath, for logs, `swiglu info` and tests.
 struct Implementation {
+    Dtype dtype = Dtype::f32;
     std::string matmul;      // oneDNN implementation, e.g. "brg:avx512_core"
     std::string activation;  // xsimd kernel of SiLU(gate)*up, e.g. "avx512f"
     int threads = 1;

@@ -1,0 +1,65 @@
+#include "convert.hpp"
+
+#include <cmath>
+#include <cstring>
+
+namespace swiglu::detail {
+
+void to_bf16(const float* in, std::uint16_t* out, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        std::uint32_t u;
+        std::memcpy(&u, &in[i], 4);
+        // NaN: keep it a (quiet) NaN; the rounding add could carry it to inf.
+        if ((u & 0x7FFFFFFFu) > 0x7F800000u) {
+            out[i] = static_cast<std::uint16_t>((u >> 16) | 0x40);
+            continue;
+        }
+        u += 0x7FFFu + ((u >> 16) & 1u);
+        out[i] = static_cast<std::uint16_t>(u >> 16);
+    }
+}
+
+float round_to_bf16(float v) noexcept {
+    std::uint16_t h;
+    to_bf16(&v, &h, 1);
+    const std::uint32_t u = std::uint32_t{h} << 16;
+    float r;
+    std::memcpy(&r, &u, 4);
+    return r;
+}
+
+float quantize_row(const float* in, std::int8_t* out, std::size_t n) noexcept {
+    float peak = 0.0f;
+    bool finite = true;
+    for (std::size_t i = 0; i < n; ++i) {
+        const float a = std::fabs(in[i]);
+        finite = finite && std::isfinite(a);  // NaN and inf both fail
+        peak = a > peak ? a : peak;
+    }
+    if (!finite || peak == 0.0f) {
+        std::memset(out, 0, n);
+        return finite ? 0.0f : NAN;
+    }
+    const float inv = 127.0f / peak;
+    for (std::size_t i = 0; i < n; ++i)
+        out[i] = static_cast<std::int8_t>(std::nearbyint(in[i] * inv));
+    return peak / 127.0f;
+}
+
+float quantize_column(const float* w, std::size_t k, std::ptrdiff_t stride, std::int8_t* out,
+                      std::ptrdiff_t out_stride) noexcept {
+    float peak = 0.0f;
+    bool finite = true;
+    for (std::size_t r = 0; r < k; ++r) {
+        const float a = std::fabs(w[static_cast<std::ptrdiff_t>(r) * stride]);
+        finite = finite && std::isfinite(a);
+        peak = a > peak ? a : peak;
+    }
+    const float inv = finite && peak > 0.0f ? 127.0f / peak : 0.0f;
+    for (std::size_t r = 0; r < k; ++r)
+        out[static_cast<std::ptrdiff_t>(r) * out_stride] = static_cast<std::int8_t>(
+            std::nearbyint(inv == 0.0f ? 0.0f : w[static_cast<std::ptrdiff_t>(r) * stride] * inv));
+    return finite ? peak / 127.0f : NAN;
+}
+
+}  // namespace swiglu::detail

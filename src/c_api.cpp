@@ -65,6 +65,25 @@ swiglu::WeightView view(const swiglu_weight& w) {
             layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out};
 }
 
+// NULL means the defaults. The dtype is read as an int for the same reason
+// as the layout above.
+swiglu::Options options_of(const swiglu_options* options) {
+    swiglu::Options out;
+    if (!options) return out;
+    int dtype = 0;
+    static_assert(sizeof(dtype) == sizeof(options->dtype), "swiglu_dtype is int-sized");
+    std::memcpy(&dtype, &options->dtype, sizeof(dtype));
+    if (dtype < SWIGLU_DTYPE_F32 || dtype > SWIGLU_DTYPE_INT8)
+        throw swiglu::Error(swiglu::Status::invalid_argument,
+                            "options->dtype must be SWIGLU_DTYPE_F32, _BF16 or _INT8 (got " +
+                                std::to_string(dtype) + ")");
+    out.threads = options->threads;
+    out.dtype = dtype == SWIGLU_DTYPE_BF16   ? swiglu::Dtype::bf16
+                : dtype == SWIGLU_DTYPE_INT8 ? swiglu::Dtype::int8
+                                             : swiglu::Dtype::f32;
+    return out;
+}
+
 void require(bool ok, const char* message) {
     if (!ok) throw swiglu::Error(swiglu::Status::invalid_argument, message);
 }
@@ -74,18 +93,20 @@ void require(bool ok, const char* message) {
 extern "C" {
 
 swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* up,
-                                const swiglu_weight* down, int threads, swiglu_ffn** out) {
+                                const swiglu_weight* down, const swiglu_options* options,
+                                swiglu_ffn** out) {
     if (out) *out = nullptr;
     return guarded([&] {
         require(out != nullptr, "swiglu_ffn_create: out is NULL");
         require(gate && up && down, "swiglu_ffn_create: gate, up and down must not be NULL");
-        *out = new swiglu_ffn{swiglu::Ffn(view(*gate), view(*up), view(*down),
-                                          swiglu::Options{threads})};
+        *out = new swiglu_ffn{
+            swiglu::Ffn(view(*gate), view(*up), view(*down), options_of(options))};
     });
 }
 
 swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer,
-                                                 const char* prefix, int threads,
+                                                 const char* prefix,
+                                                 const swiglu_options* options,
                                                  swiglu_ffn** out) {
     if (out) *out = nullptr;
     return guarded([&] {
@@ -94,7 +115,7 @@ swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer
         swiglu::WeightSelector selector;
         selector.layer = layer < 0 ? -1 : layer;
         if (prefix) selector.prefix = prefix;
-        *out = new swiglu_ffn{swiglu::load_ffn(path, selector, swiglu::Options{threads})};
+        *out = new swiglu_ffn{swiglu::load_ffn(path, selector, options_of(options))};
     });
 }
 

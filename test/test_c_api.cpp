@@ -1,7 +1,9 @@
 // The C API: every function, every error path; no exception escapes.
 #include <doctest/doctest.h>
 
+#include <cstring>
 #include <string>
+#include <utility>
 #include <thread>
 #include <vector>
 
@@ -30,7 +32,8 @@ TEST_CASE("create, query, forward, destroy") {
     const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
                         dn = c_weight(b.down_view());
     swiglu_ffn* ffn = nullptr;
-    REQUIRE(swiglu_ffn_create(&g, &u, &dn, 2, &ffn) == SWIGLU_OK);
+    const swiglu_options two_threads = {2, SWIGLU_DTYPE_F32};
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, &two_threads, &ffn) == SWIGLU_OK);
     REQUIRE(ffn != nullptr);
     CHECK(std::string(swiglu_last_error()).empty());
 
@@ -60,29 +63,35 @@ TEST_CASE("every error path returns a status and a message") {
                         dn = c_weight(b.down_view());
     swiglu_ffn* ffn = reinterpret_cast<swiglu_ffn*>(0x1);  // must be reset to NULL
 
-    CHECK(swiglu_ffn_create(&g, &u, &dn, 1, nullptr) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create(&g, &u, &dn, nullptr, nullptr) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("out is NULL"));
-    CHECK(swiglu_ffn_create(nullptr, &u, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create(nullptr, &u, &dn, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(ffn == nullptr);
     CHECK(error_mentions("must not be NULL"));
 
     swiglu_weight bad = g;
     bad.data = nullptr;
-    CHECK(swiglu_ffn_create(&bad, &u, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create(&bad, &u, &dn, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("gate: data is null"));
     bad = g;
     bad.layout = static_cast<swiglu_layout>(9);
-    CHECK(swiglu_ffn_create(&bad, &u, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create(&bad, &u, &dn, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("layout"));
     bad = u;
     bad.cols = 12;
-    CHECK(swiglu_ffn_create(&g, &bad, &dn, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create(&g, &bad, &dn, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("up is"));
-    CHECK(swiglu_ffn_create(&g, &u, &dn, -3, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    const swiglu_options bad_threads = {-3, SWIGLU_DTYPE_F32};
+    CHECK(swiglu_ffn_create(&g, &u, &dn, &bad_threads, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("threads"));
+    swiglu_options bad_dtype = {1, SWIGLU_DTYPE_F32};
+    const int nine = 9;
+    std::memcpy(&bad_dtype.dtype, &nine, sizeof(nine));
+    CHECK(swiglu_ffn_create(&g, &u, &dn, &bad_dtype, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("dtype"));
     CHECK(ffn == nullptr);
 
-    REQUIRE(swiglu_ffn_create(&g, &u, &dn, 1, &ffn) == SWIGLU_OK);
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, nullptr, &ffn) == SWIGLU_OK);
     std::vector<float> x(7 * 2, 1.0f), y(7 * 2, 5.0f);
     CHECK(swiglu_ffn_forward(nullptr, x.data(), y.data(), 2) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("ffn is NULL"));
@@ -112,34 +121,53 @@ TEST_CASE("create from a safetensors file, and its errors") {
     }));
 
     swiglu_ffn* ffn = nullptr;
-    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, 1, &ffn) == SWIGLU_OK);
+    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, nullptr, &ffn) == SWIGLU_OK);
     int64_t got_d = 0, got_f = 0;
     CHECK(swiglu_ffn_dims(ffn, &got_d, &got_f) == SWIGLU_OK);
     CHECK(got_d == d);
     CHECK(got_f == f);
     swiglu_ffn_destroy(ffn);
-    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), -1, "model.layers.0.mlp.", 1,
-                                               &ffn) == SWIGLU_OK);
+    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), -1, "model.layers.0.mlp.", nullptr, &ffn) == SWIGLU_OK);
     swiglu_ffn_destroy(ffn);
 
-    CHECK(swiglu_ffn_create_from_safetensors(nullptr, 0, nullptr, 1, &ffn) ==
+    CHECK(swiglu_ffn_create_from_safetensors(nullptr, 0, nullptr, nullptr, &ffn) ==
           SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("path is NULL"));
-    CHECK(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, 1, nullptr) ==
+    CHECK(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, nullptr, nullptr) ==
           SWIGLU_INVALID_ARGUMENT);
     CHECK(swiglu_ffn_create_from_safetensors((dir + "/missing.safetensors").c_str(), 0, nullptr,
-                                             1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+                                             nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("missing.safetensors"));
     CHECK(ffn == nullptr);
-    CHECK(swiglu_ffn_create_from_safetensors(path.c_str(), 5, nullptr, 1, &ffn) ==
+    CHECK(swiglu_ffn_create_from_safetensors(path.c_str(), 5, nullptr, nullptr, &ffn) ==
           SWIGLU_INVALID_ARGUMENT);
     CHECK(ffn == nullptr);
 
     const std::string garbage = dir + "/garbage.safetensors";
     swiglu::test::write_file(garbage, "not a safetensors file at all");
-    CHECK(swiglu_ffn_create_from_safetensors(garbage.c_str(), -1, nullptr, 1, &ffn) ==
+    CHECK(swiglu_ffn_create_from_safetensors(garbage.c_str(), -1, nullptr, nullptr, &ffn) ==
           SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("garbage.safetensors"));
+}
+
+TEST_CASE("bf16 and int8 through the C API give the C++ API's numbers") {
+    RandomBlock b(13, 29, swiglu::Layout::out_in, 8);
+    const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
+                        dn = c_weight(b.down_view());
+    const auto x = swiglu::test::random_input(3, 13, 2);
+    const std::pair<swiglu_dtype, swiglu::Dtype> dtypes[] = {
+        {SWIGLU_DTYPE_BF16, swiglu::Dtype::bf16}, {SWIGLU_DTYPE_INT8, swiglu::Dtype::int8}};
+    for (const auto& [c_dtype, dtype] : dtypes) {
+        const swiglu_options options = {1, c_dtype};
+        swiglu_ffn* ffn = nullptr;
+        REQUIRE(swiglu_ffn_create(&g, &u, &dn, &options, &ffn) == SWIGLU_OK);
+        std::vector<float> y(x.size()), expected(x.size());
+        CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 3) == SWIGLU_OK);
+        swiglu::Ffn cpp(b.gate_view(), b.up_view(), b.down_view(), swiglu::Options{1, dtype});
+        cpp.forward(x.data(), expected.data(), 3);
+        CHECK(y == expected);
+        swiglu_ffn_destroy(ffn);
+    }
 }
 
 TEST_CASE("status names") {
@@ -154,7 +182,7 @@ TEST_CASE("status names") {
 
 TEST_CASE("errors are per thread") {
     swiglu_ffn* ffn = nullptr;
-    CHECK(swiglu_ffn_create(nullptr, nullptr, nullptr, 1, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create(nullptr, nullptr, nullptr, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
     std::string other;
     std::thread([&] { other = swiglu_last_error(); }).join();
     CHECK(other.empty());

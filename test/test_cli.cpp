@@ -218,6 +218,31 @@ TEST_CASE("output does not depend on --threads") {
     check_output(fx.y_path, x, {40, kD}, fx.block0);
 }
 
+TEST_CASE("--dtype runs the same block in bf16 and int8, and is the library's block") {
+    Fixture fx;
+    const std::vector<float> x = test::random_input(6, kD, 12);
+    write_npy(fx.x_path, x, {6, kD});
+    for (Dtype dtype : {Dtype::bf16, Dtype::int8}) {
+        CAPTURE(std::string(dtype_name(dtype)));
+        std::vector<std::string> args = fx.run_args(fx.one, fx.x_path);
+        args.insert(args.end(), {"--dtype", dtype_name(dtype)});
+        const Result r = swiglu_cli(args);
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        // Bit for bit what the library gives for the same weights and dtype.
+        Ffn ffn(fx.block0.gate_view(), fx.block0.up_view(), fx.block0.down_view(),
+                Options{0, dtype});
+        std::vector<float> expected(x.size());
+        ffn.forward(x.data(), expected.data(), 6);
+        CHECK(detail::read_npy(fx.y_path).data == expected);
+    }
+    std::vector<std::string> bad = fx.run_args(fx.one, fx.x_path);
+    bad.insert(bad.end(), {"--dtype", "fp8"});
+    const Result r = swiglu_cli(bad);
+    CHECK(r.status == 2);
+    CHECK(r.err.find("--dtype") != std::string::npos);
+}
+
 TEST_CASE("--layer and --prefix pick a block from a multi-layer checkpoint") {
     Fixture fx;
     std::vector<std::string> args = fx.run_args(fx.two, fx.x_path);
@@ -280,6 +305,8 @@ TEST_CASE("info reports the library, and the checkpoint when given one") {
     CHECK(r.out.find("activation:") != std::string::npos);
     CHECK(r.out.find("matmul:") != std::string::npos);
     CHECK(r.out.find("threads:    2\n") != std::string::npos);
+    CHECK(r.out.find("dtype:      f32\n") != std::string::npos);
+    for (const char* dtype : {"\nf32:", "\nbf16:", "\nint8:"}) CHECK(r.out.find(dtype) != std::string::npos);
 
     r = swiglu_cli({"info", "--weights", fx.two, "--layer", "1"});
     INFO(r.err);
@@ -288,7 +315,7 @@ TEST_CASE("info reports the library, and the checkpoint when given one") {
          {"weights:    " + fx.two, std::string("scheme:     hf-llama"),
           std::string("gate:       model.layers.1.mlp.gate_proj.weight"),
           std::string("up:         model.layers.1.mlp.up_proj.weight"),
-          std::string("down:       model.layers.1.mlp.down_proj.weight"), std::string("dtype:      F32"),
+          std::string("down:       model.layers.1.mlp.down_proj.weight"), std::string("stored as:  F32"),
           std::string("d:          13\n"), std::string("f:          29\n"),
           std::string("parameters: 1131\n"), std::string("matmul:")}) {
         CHECK(r.out.find(needle) != std::string::npos);

@@ -38,20 +38,35 @@ typedef struct swiglu_weight {
     swiglu_layout layout;
 } swiglu_weight;
 
+/* Precision of the packed weights and the matmuls; x and y stay f32. */
+typedef enum swiglu_dtype {
+    SWIGLU_DTYPE_F32 = 0,
+    SWIGLU_DTYPE_BF16 = 1, /* bf16 weights and matmul inputs, f32 accumulation */
+    SWIGLU_DTYPE_INT8 = 2  /* s8 weights (per-channel scales), s8 activations (per token) */
+} swiglu_dtype;
+
+/* Options for creating a block; pass NULL for the defaults (all zero). */
+typedef struct swiglu_options {
+    int threads;        /* 0 = all cores this process may use */
+    swiglu_dtype dtype; /* SWIGLU_DTYPE_F32 by default */
+} swiglu_options;
+
 typedef struct swiglu_ffn swiglu_ffn; /* opaque */
 
 /* Builds a block from three host weights: gate and up map d -> f, down f -> d.
- * threads: 0 = all cores this process may use. On success *out owns a handle
- * to release with swiglu_ffn_destroy; on failure *out is set to NULL. */
+ * options may be NULL. On success *out owns a handle to release with
+ * swiglu_ffn_destroy; on failure *out is set to NULL. SWIGLU_UNSUPPORTED:
+ * the dtype cannot run on this CPU (int8 needs AVX512-VNNI). */
 SWIGLU_C_API swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* up,
-                                             const swiglu_weight* down, int threads,
-                                             swiglu_ffn** out);
+                                             const swiglu_weight* down,
+                                             const swiglu_options* options, swiglu_ffn** out);
 
 /* Builds a block from a safetensors file. layer >= 0 selects
  * model.layers.{layer}.mlp.*; prefix (or NULL) selects {prefix}gate_proj.weight
  * etc.; with layer < 0 and no prefix the file must hold exactly one block. */
 SWIGLU_C_API swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer,
-                                                              const char* prefix, int threads,
+                                                              const char* prefix,
+                                                              const swiglu_options* options,
                                                               swiglu_ffn** out);
 
 /* y = block(x): x and y row-major (tokens, d) f32; y may equal x. Safe to call

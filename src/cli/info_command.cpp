@@ -23,7 +23,26 @@ void print_implementation(const Ffn& ffn, const std::string& block) {
     const Implementation impl = ffn.implementation();
     line("threads:", std::to_string(impl.threads));
     line("activation:", impl.activation + "  (xsimd kernel of SiLU(gate) * up)");
+    line("dtype:", dtype_name(impl.dtype));
     line("matmul:", impl.matmul + "  (oneDNN, " + block + ")");
+}
+
+// What each precision runs on this CPU, from a small zero block: native
+// kernels, an emulation (and its expected speed), or a refusal.
+void print_dtype_support(const Options& options) {
+    constexpr std::int64_t kD = 64, kF = 128;
+    const std::vector<float> zeros(kD * kF, 0.0f);
+    for (Dtype dtype : {Dtype::f32, Dtype::bf16, Dtype::int8}) {
+        const std::string key = std::string(dtype_name(dtype)) + ":";
+        try {
+            const Ffn probe(WeightView::out_in(zeros.data(), kF, kD),
+                            WeightView::out_in(zeros.data(), kF, kD),
+                            WeightView::out_in(zeros.data(), kD, kF), Options{options.threads, dtype});
+            line(key.c_str(), probe.implementation().matmul);
+        } catch (const Error& e) {
+            line(key.c_str(), std::string("not available: ") + e.what());
+        }
+    }
 }
 
 void print_checkpoint(const std::string& path, const LoadedWeights& w) {
@@ -32,7 +51,7 @@ void print_checkpoint(const std::string& path, const LoadedWeights& w) {
     line("gate:", w.gate_name);
     line("up:", w.up_name);
     line("down:", w.down_name);
-    line("dtype:", w.source_dtype + (w.source_dtype == "F32" ? "" : " (converted to F32)"));
+    line("stored as:", w.source_dtype);
     line("d:", std::to_string(w.d));
     line("f:", std::to_string(w.f));
     line("parameters:", std::to_string(parameter_count(w.d, w.f)));
@@ -45,12 +64,12 @@ CLI::App* add_info_command(CLI::App& app, InfoArgs& args) {
     info->footer(help::info_footer);
     add_weights_options(*info, args.weights, /*required=*/false);
     add_threads_option(*info, args.threads);
+    add_dtype_option(*info, args.dtype);
     return info;
 }
 
 void info_command(const InfoArgs& args) {
-    Options options;
-    options.threads = args.threads;
+    const Options options{args.threads, args.dtype};
     // A checkpoint that fails to load fails the command before anything is
     // printed: no half report on stdout.
     const bool with_weights = !args.weights.path.empty();
@@ -64,6 +83,8 @@ void info_command(const InfoArgs& args) {
                         WeightView::out_in(zeros.data(), kProbeF, kProbeD),
                         WeightView::out_in(zeros.data(), kProbeD, kProbeF), options);
         print_implementation(probe, "probe block d = 64, f = 128; see --weights");
+        std::cout << "matmul per --dtype on this CPU:\n";
+        print_dtype_support(options);
         return;
     }
     // The checkpoint is printed before the block is built, so that a block

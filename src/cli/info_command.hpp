@@ -11,6 +11,7 @@ namespace swiglu::cli {
 struct InfoArgs {
     WeightsArgs weights;  // path empty: no checkpoint
     int threads = 0;
+    Dtype dtype = Dtype::f32;
 };
 
 CLI::App* add_info_command(CLI::App& app, InfoArgs& args);

@@ -35,11 +35,9 @@ detail::NpyArray read_input(const std::string& path) {
 
 // load_ffn in two steps, so that an error of the block itself (a bad
 // --threads) is not reported as a problem of the checkpoint file.
-Ffn build_block(const WeightsArgs& weights, int threads) {
+Ffn build_block(const WeightsArgs& weights, int threads, Dtype dtype) {
     const LoadedWeights w = load_checkpoint(weights);  // freed once the Ffn has packed it
-    Options options;
-    options.threads = threads;
-    return Ffn(w.gate_view(), w.up_view(), w.down_view(), options);
+    return Ffn(w.gate_view(), w.up_view(), w.down_view(), Options{threads, dtype});
 }
 
 // The rows the block runs on: every dimension but the last, which must be d.
@@ -66,6 +64,7 @@ CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
         ->required()
         ->type_name("Y.npy");
     add_threads_option(*run, args.threads);
+    add_dtype_option(*run, args.dtype);
     run->add_option("--trace", args.trace_dir,
                     "also write the intermediates gate, up, act, down as .npy files into DIR")
         ->type_name("DIR");
@@ -79,7 +78,7 @@ void run_command(const RunArgs& args) {
     if (tracing) check_trace_dir(args.trace_dir);
 
     const detail::NpyArray x = read_input(args.input);
-    const Ffn ffn = build_block(args.weights, args.threads);
+    const Ffn ffn = build_block(args.weights, args.threads, args.dtype);
     const std::int64_t tokens = rows(x, ffn.d(), args.input);
 
     std::vector<float> y(x.data.size());

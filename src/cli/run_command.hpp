@@ -13,6 +13,7 @@ struct RunArgs {
     WeightsArgs weights;
     std::string input, output, trace_dir;
     int threads = 0;
+    Dtype dtype = Dtype::f32;
 };
 
 // Registers the subcommand and its options on `app`; values land in `args`.

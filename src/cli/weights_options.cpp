@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <map>
 
 namespace swiglu::cli {
 namespace {
@@ -75,6 +76,19 @@ void add_threads_option(CLI::App& command, int& threads) {
         ->capture_default_str()
         ->type_name("N")
         ->check(non_negative("0 (all cores) or a thread count"));
+}
+
+void add_dtype_option(CLI::App& command, Dtype& dtype) {
+    const std::map<std::string, Dtype> names{
+        {"f32", Dtype::f32}, {"bf16", Dtype::bf16}, {"int8", Dtype::int8}};
+    command
+        .add_option("--dtype", dtype,
+                    "precision of the weights and matmuls: f32 (exact), bf16 (half the bytes, "
+                    "bf16-rounded inputs) or int8 (a quarter, per-channel/per-token scales); "
+                    "x and y stay float32")
+        ->transform(CLI::CheckedTransformer(names, CLI::ignore_case).description(""))
+        ->default_str("f32")
+        ->type_name("f32|bf16|int8");
 }
 
 }  // namespace swiglu::cli

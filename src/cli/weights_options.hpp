@@ -1,4 +1,4 @@
-// --weights, --layer, --prefix and --threads, shared by `run` and `info`.
+// --weights, --layer, --prefix, --threads and --dtype, shared by `run` and `info`.
 #pragma once
 
 #include <cstdint>
@@ -25,5 +25,8 @@ LoadedWeights load_checkpoint(const WeightsArgs& args);
 
 // Adds --threads N (>= 0, 0 = every core this process may use).
 void add_threads_option(CLI::App& command, int& threads);
+
+// Adds --dtype f32|bf16|int8: the precision of the packed weights and matmuls.
+void add_dtype_option(CLI::App& command, Dtype& dtype);
 
 }  // namespace swiglu::cli

@@ -9,7 +9,7 @@ int main(void) {
     const swiglu_weight u = {up, 1, 3, SWIGLU_LAYOUT_IN_OUT};
     const swiglu_weight dn = {down, 3, 1, SWIGLU_LAYOUT_IN_OUT};
     swiglu_ffn* ffn = NULL;
-    if (swiglu_ffn_create(&g, &u, &dn, 1, &ffn) != SWIGLU_OK) {
+    if (swiglu_ffn_create(&g, &u, &dn, NULL, &ffn) != SWIGLU_OK) {
         fprintf(stderr, "create: %s\n", swiglu_last_error());
         return 1;
     }

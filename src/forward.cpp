@@ -97,18 +97,30 @@ struct Chunk {
         return nullptr;
     }
 
-    void gate_up(std::int64_t task, int worker) {
-        const Phase& phase = block.gate_up;
+    // One task's matmul: task = column tile * row_tiles + row tile (so
+    // consecutive tasks share a weight tile), result in the worker's tile.
+    struct TileTask {
+        const RowTile& rows;
+        std::int64_t c0, width;  // the column tile
+        float* result;           // rows.height() x (outputs_per_column * width)
+    };
+    TileTask matmul(int p, std::int64_t task, int worker) {
+        const Phase& phase = p == 0 ? block.gate_up : block.down;
         const std::int64_t j = task / row_tiles;
         const RowTile& t = tiles[task % row_tiles];
         WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
-        execute(phase.kernel(j, t.bucket), w.bindings[0][phase.columns.is_tail(j)][t.bucket],
-                w.stream, phase.tiles[static_cast<std::size_t>(j)], gate_up_src(t),
-                w.tile.data(), w.scratchpad.data());
-        const std::int64_t width = phase.columns.size(j), c0 = phase.columns.begin(j);
+        execute(phase.kernel(j, t.bucket), w.bindings[p][phase.columns.is_tail(j)][t.bucket],
+                w.stream, phase.tiles[static_cast<std::size_t>(j)],
+                p == 0 ? gate_up_src(t) : down_src(t), w.tile.data(), w.scratchpad.data());
+        return {t, phase.columns.begin(j), phase.columns.size(j), w.tile.data()};
+    }
+
+    void gate_up(std::int64_t task, int worker) {
+        const Phase& phase = block.gate_up;
+        const auto [t, c0, width, tile] = matmul(0, task, worker);
         for (std::int64_t r = 0; r < t.height(); ++r) {
             const std::int64_t row = t.row0 + r;
-            float* g = w.tile.data() + r * 2 * width;  // [gate | up] of this row
+            float* g = tile + r * 2 * width;  // [gate | up] of this row
             if (block.storage == Dtype::int8)
                 dequantize(g, g, 2 * width, ws.x_scale.data()[row], phase.scales.data() + 2 * c0);
             const bool traced = trace && r < t.rows;
@@ -138,23 +150,16 @@ struct Chunk {
     }
 
     void down(std::int64_t task, int worker) {
-        const Phase& phase = block.down;
-        const std::int64_t j = task / row_tiles;
-        const RowTile& t = tiles[task % row_tiles];
-        WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
-        execute(phase.kernel(j, t.bucket), w.bindings[1][phase.columns.is_tail(j)][t.bucket],
-                w.stream, phase.tiles[static_cast<std::size_t>(j)], down_src(t), w.tile.data(),
-                w.scratchpad.data());
-        const std::int64_t width = phase.columns.size(j), c0 = phase.columns.begin(j);
+        const auto [t, c0, width, tile] = matmul(1, task, worker);
         float* out = y + t.row0 * block.d + c0;
         // Only the valid rows: a padded tile's extra rows are dropped here.
         if (block.storage != Dtype::int8) {
-            copy_rows(w.tile.data(), width, out, block.d, t.rows, width);
+            copy_rows(tile, width, out, block.d, t.rows, width);
             return;
         }
         for (std::int64_t r = 0; r < t.rows; ++r)
-            dequantize(w.tile.data() + r * width, out + r * block.d, width,
-                       ws.act_scale.data()[t.row0 + r], phase.scales.data() + c0);
+            dequantize(tile + r * width, out + r * block.d, width,
+                       ws.act_scale.data()[t.row0 + r], block.down.scales.data() + c0);
     }
 
     // Runs tasks [0, n) of one phase; the first failure is kept, later tasks

@@ -71,10 +71,8 @@ void PackedBlock::pack_tile(Phase& phase, std::int64_t j, std::vector<float>& pl
     const dnnl::memory::desc plain_md({k, n}, dt::f32, {n, 1});
     switch (storage) {
         case Dtype::f32:
+        case Dtype::bf16:  // oneDNN's reorder rounds f32 to bf16, nearest even
             reorder(plain.data(), plain_md, to);
-            return;
-        case Dtype::bf16:
-            reorder(plain.data(), plain_md, to);  // oneDNN rounds to nearest even
             return;
         case Dtype::int8: {
             // One symmetric scale per output channel (column).

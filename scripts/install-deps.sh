@@ -4,7 +4,7 @@
 set -euo pipefail
 
 packages=(cmake make g++ pkg-config libdnnl-dev libxsimd-dev doctest-dev libbenchmark-dev
-          nlohmann-json3-dev libcli11-dev)
+          nlohmann-json3-dev libcli11-dev python3)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -51,7 +51,7 @@ swiglu_status guarded(F&& f) {
     }
 }
 
-swiglu::WeightView view(const swiglu_weight& w) {
+swiglu::WeightView view(const char* name, const swiglu_weight& w) {
     // A C caller can store any int in the enum field; reading it as the enum
     // type would be undefined for values outside its range, so read the bits.
     int layout = 0;
@@ -59,7 +59,8 @@ swiglu::WeightView view(const swiglu_weight& w) {
     std::memcpy(&layout, &w.layout, sizeof(layout));
     if (layout != SWIGLU_LAYOUT_OUT_IN && layout != SWIGLU_LAYOUT_IN_OUT)
         throw swiglu::Error(swiglu::Status::invalid_argument,
-                            "layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
+                            std::string("swiglu_ffn_create: ") + name +
+                                "->layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
                                 std::to_string(layout) + ")");
     return {w.data, w.rows, w.cols,
             layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out};
@@ -100,7 +101,8 @@ swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* 
         require(out != nullptr, "swiglu_ffn_create: out is NULL");
         require(gate && up && down, "swiglu_ffn_create: gate, up and down must not be NULL");
         *out = new swiglu_ffn{
-            swiglu::Ffn(view(*gate), view(*up), view(*down), options_of(options))};
+            swiglu::Ffn(view("gate", *gate), view("up", *up), view("down", *down),
+                        options_of(options))};
     });
 }
 

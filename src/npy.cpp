@@ -1,9 +1,11 @@
 // The .npy reader and writer (see npy.hpp for the format and the rules).
 #include "npy.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <limits>
+#include <optional>
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -20,6 +22,10 @@ namespace {
 
 constexpr char kMagic[] = "\x93NUMPY";
 constexpr std::size_t kMagicSize = 6;
+// numpy writes headers of ~100 bytes (and its reader refuses more than
+// 10000 by default); the cap bounds what a hostile length field can make a
+// streamed read buffer before the header can even be parsed.
+constexpr std::size_t kMaxHeaderLength = std::size_t{1} << 20;
 
 [[noreturn]] void fail(const std::string& name, const std::string& message) {
     throw Error(Status::invalid_argument, name + ": " + message);
@@ -80,7 +86,8 @@ public:
                 once(seen_shape, key);
                 h.shape = parse_shape();
             } else {
-                error("unexpected key '" + key + "' (a .npy header has 'descr', 'fortran_order' and 'shape')");
+                error("unexpected key '" + printable(key) +
+                      "' (a .npy header has 'descr', 'fortran_order' and 'shape')");
             }
             skip_space();
             if (peek() == ',') {
@@ -259,12 +266,28 @@ std::string shape_string(const std::vector<std::int64_t>& shape) {
     return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-NpyArray parse_npy(std::string_view bytes, const std::string& name) {
-    // The preamble: magic, version, header length.
-    if (bytes.size() < kMagicSize || bytes.substr(0, kMagicSize) != std::string_view(kMagic, kMagicSize))
+namespace {
+
+// Where the data starts and what it must be, from the preamble and header.
+struct Layout {
+    std::size_t data_offset = 0;
+    std::vector<std::int64_t> shape;
+    std::size_t data_bytes = 0;
+};
+
+// Checks the magic, version, header length and header dict of `bytes`.
+// With `prefix`, `bytes` may be the start of a longer stream: nullopt then
+// means "not enough bytes yet", and what is there is already checked (a bad
+// magic fails at its first byte). Without, `bytes` is the whole file.
+std::optional<Layout> parse_layout(std::string_view bytes, const std::string& name, bool prefix) {
+    const std::string_view magic(kMagic, kMagicSize);
+    const std::size_t seen = std::min(bytes.size(), kMagicSize);
+    if (bytes.substr(0, seen) != magic.substr(0, seen) || (!prefix && bytes.size() < kMagicSize))
         fail(name, "not a .npy file (it does not start with the magic string \"\\x93NUMPY\")");
-    if (bytes.size() < kMagicSize + 2)
+    if (bytes.size() < kMagicSize + 2) {
+        if (prefix) return std::nullopt;
         fail(name, "truncated .npy file: " + std::to_string(bytes.size()) + " bytes, no version");
+    }
     const auto major = static_cast<unsigned char>(bytes[6]);
     const auto minor = static_cast<unsigned char>(bytes[7]);
     if ((major != 1 && major != 2 && major != 3) || minor != 0)
@@ -273,34 +296,51 @@ NpyArray parse_npy(std::string_view bytes, const std::string& name) {
     // Version 1.0 has a u16 header length, 2.0 and 3.0 a u32 (little-endian).
     const std::size_t length_size = major == 1 ? 2 : 4;
     const std::size_t preamble = kMagicSize + 2 + length_size;
-    if (bytes.size() < preamble)
+    if (bytes.size() < preamble) {
+        if (prefix) return std::nullopt;
         fail(name, "truncated .npy file: " + std::to_string(bytes.size()) +
                        " bytes, the header length is cut off");
+    }
     std::size_t header_length = 0;
     for (std::size_t i = 0; i < length_size; ++i)
         header_length |= std::size_t{static_cast<unsigned char>(bytes[8 + i])} << (8 * i);
-    if (header_length > bytes.size() - preamble)
-        fail(name, "truncated .npy file: the header length " + std::to_string(header_length) +
-                       " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+    const auto too_long = [&] {
+        fail(name, "header length " + std::to_string(header_length) + " exceeds the limit of " +
+                       std::to_string(kMaxHeaderLength) + " bytes (numpy writes ~100)");
+    };
+    if (header_length > bytes.size() - preamble) {
+        if (!prefix)
+            fail(name, "truncated .npy file: the header length " + std::to_string(header_length) +
+                           " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+        if (header_length > kMaxHeaderLength) too_long();
+        return std::nullopt;
+    }
+    if (header_length > kMaxHeaderLength) too_long();
 
     const Header h = DictParser(bytes.substr(preamble, header_length), name).parse();
     if (!is_float32_le(h.descr))
-        fail(name, "unsupported dtype '" + h.descr + "' (need float32 '<f4')");
+        fail(name, "unsupported dtype '" + printable(h.descr) + "' (need float32 '<f4')");
     if (h.fortran_order)
         fail(name, "Fortran order not supported (save a C-order array: "
                    "np.save(path, np.ascontiguousarray(a)))");
+    return Layout{preamble + header_length, h.shape, data_bytes(h.shape, name)};
+}
 
-    const std::size_t need = data_bytes(h.shape, name);
-    const std::size_t have = bytes.size() - preamble - header_length;
+}  // namespace
+
+NpyArray parse_npy(std::string_view bytes, const std::string& name) {
+    const Layout layout = *parse_layout(bytes, name, /*prefix=*/false);
+    const std::size_t need = layout.data_bytes;
+    const std::size_t have = bytes.size() - layout.data_offset;
     if (have != need)
-        fail(name, "data is " + std::to_string(have) + " bytes but shape " + shape_string(h.shape) +
+        fail(name, "data is " + std::to_string(have) + " bytes but shape " + shape_string(layout.shape) +
                        " of float32 needs " + std::to_string(need) + " bytes" +
                        (have < need ? " (file truncated?)" : " (trailing bytes)"));
 
     NpyArray out;
-    out.shape = h.shape;
+    out.shape = layout.shape;
     out.data.resize(need / 4);
-    if (need) std::memcpy(out.data.data(), bytes.data() + preamble + header_length, need);
+    if (need) std::memcpy(out.data.data(), bytes.data() + layout.data_offset, need);
     return out;
 }
 
@@ -312,14 +352,23 @@ NpyArray read_npy(const std::string& path) {
     if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a .npy file");
 
     // A regular file is mapped (no second copy of a large input); anything
-    // else (a pipe, an empty file) is read to its end.
+    // else (a pipe, a device, an empty or /proc file) is read as a stream,
+    // checked as it arrives: reading stops at the first byte that is not
+    // .npy and one byte past the end the header announces, so an endless
+    // stream (/dev/zero, /dev/urandom, `yes |`) cannot grow the buffer
+    // without bound.
     if (S_ISREG(st.st_mode) && st.st_size > 0) {
         const Mapping map(fd.get(), static_cast<std::size_t>(st.st_size));
         if (map.ok()) return parse_npy(map.bytes(), path);
     }
     std::string bytes;
+    std::optional<Layout> layout;
     char buffer[1 << 16];
     for (;;) {
+        if (!layout) layout = parse_layout(bytes, path, /*prefix=*/true);
+        if (layout && bytes.size() > layout->data_offset + layout->data_bytes)
+            fail(path, "data continues past the " + std::to_string(layout->data_bytes) + " bytes that shape " +
+                           shape_string(layout->shape) + " of float32 needs (trailing bytes)");
         const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) fail(path, std::string("cannot read: ") + std::strerror(errno));

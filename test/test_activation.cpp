@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "activation/silu_mul.hpp"
 
 namespace {
@@ -230,8 +232,8 @@ TEST_CASE("every length, aliasing and misalignment; nothing past n is touched") 
           std::vector<float> gb(len, kSentinel), ub(len, kSentinel), ob(len, kSentinel);
           float* gp = gb.data() + kGuard + offset;  // + 1 float: not 16/32/64-byte aligned
           float* up = ub.data() + kGuard + offset;
-          std::memcpy(gp, g.data(), n * sizeof(float));
-          std::memcpy(up, u.data(), n * sizeof(float));
+          std::copy(g.begin(), g.end(), gp);  // not memcpy: g.data() is null for n = 0
+          std::copy(u.begin(), u.end(), up);
           float* op = mode == Mode::out_is_gate ? gp : mode == Mode::out_is_up ? up : ob.data() + kGuard + offset;
           k.fn(gp, up, op, n);
           std::vector<float> out(op, op + n);
@@ -239,7 +241,8 @@ TEST_CASE("every length, aliasing and misalignment; nothing past n is touched") 
           INFO("first failure: " << r.first_failure);
           CHECK(r.failures == 0);
           if (offset == 0 && mode == Mode::out_of_place) first = out;
-          CHECK(std::memcmp(out.data(), first.data(), n * sizeof(float)) == 0);
+          CHECK(std::equal(out.begin(), out.end(), first.begin(), first.end(),
+                           [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; }));
           // Guards: nothing before or after [0, n) of any buffer changed.
           std::size_t touched = 0;
           for (const std::vector<float>* b : {&gb, &ub, &ob}) {
@@ -248,8 +251,8 @@ TEST_CASE("every length, aliasing and misalignment; nothing past n is touched") 
             for (const float* p = base + n; p < b->data() + len; ++p) touched += *p != kSentinel;
           }
           CHECK(touched == 0);
-          if (mode == Mode::out_is_up) CHECK(std::memcmp(gp, g.data(), n * sizeof(float)) == 0);
-          if (mode == Mode::out_is_gate) CHECK(std::memcmp(up, u.data(), n * sizeof(float)) == 0);
+          if (mode == Mode::out_is_up) CHECK(std::equal(g.begin(), g.end(), gp));
+          if (mode == Mode::out_is_gate) CHECK(std::equal(u.begin(), u.end(), up));
         }
       }
     }

@@ -1,0 +1,178 @@
+// Peak resident memory of the block at a few token counts: what a forward
+// call adds on top of the packed weights and the caller's x and y. Each
+// measurement runs in a child process of its own (forked before anything
+// touches oneDNN or OpenMP), so one cannot inherit another's memory.
+//
+//   swiglu_peak_rss                    # llama7b (d = 4096, f = 11008), 1 and 4096 tokens
+//   swiglu_peak_rss --d 1024 --f 2816 --tokens 1,64,4096 [--threads N] [--dtype bf16]
+//
+// Per token count it prints: RSS once the Ffn is built (the caller's weights
+// already freed), x and y, RSS just before the call, the peak during the
+// first forward call (it also makes the call's scratch) and the growth
+// (peak - before), and the process's lifetime peak (construction included:
+// the caller's f32 weights and the packed copy exist together then).
+// The peak during the call is read from /proc/self/status (VmHWM) after
+// resetting it with /proc/self/clear_refs (Linux >= 4.0).
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <swiglu/swiglu.hpp>
+
+namespace {
+
+long status_kib(const char* field) {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    const std::size_t n = std::strlen(field);
+    while (std::getline(in, line))
+        if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
+            return std::stol(line.substr(n + 1));
+    return -1;
+}
+
+bool reset_peak() {
+    std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
+    if (!f) return false;
+    const bool ok = std::fputs("5", f) >= 0;
+    return std::fclose(f) == 0 && ok;
+}
+
+double mib(long kib) { return kib / 1024.0; }
+
+// Values in [-scale, scale), cheap to make (xorshift).
+void fill(std::vector<float>& v, std::uint64_t seed, float scale) {
+    std::uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
+    for (float& x : v) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        x = scale * (static_cast<float>(s >> 40) / static_cast<float>(1 << 24) * 2.0f - 1.0f);
+    }
+}
+
+struct Args {
+    std::int64_t d = 4096, f = 11008;
+    std::vector<std::int64_t> tokens = {1, 4096};
+    int threads = 0;
+    swiglu::Dtype dtype = swiglu::Dtype::f32;
+};
+
+[[noreturn]] void usage(const char* why) {
+    std::fprintf(stderr,
+                 "swiglu_peak_rss: %s\nusage: swiglu_peak_rss [--d D] [--f F] [--tokens N,N,...] "
+                 "[--threads N] [--dtype f32|bf16|int8]\n",
+                 why);
+    std::exit(2);
+}
+
+Args parse(int argc, char** argv) {
+    Args a;
+    for (int i = 1; i < argc; ++i) {
+        const std::string opt = argv[i];
+        if (i + 1 >= argc) usage(("missing value after " + opt).c_str());
+        const std::string value = argv[++i];
+        if (opt == "--d") {
+            a.d = std::stoll(value);
+        } else if (opt == "--f") {
+            a.f = std::stoll(value);
+        } else if (opt == "--threads") {
+            a.threads = std::stoi(value);
+        } else if (opt == "--tokens") {
+            a.tokens.clear();
+            std::stringstream ss(value);
+            for (std::string t; std::getline(ss, t, ',');) a.tokens.push_back(std::stoll(t));
+        } else if (opt == "--dtype") {
+            if (value == "f32") a.dtype = swiglu::Dtype::f32;
+            else if (value == "bf16") a.dtype = swiglu::Dtype::bf16;
+            else if (value == "int8") a.dtype = swiglu::Dtype::int8;
+            else usage(("unknown dtype " + value).c_str());
+        } else {
+            usage(("unknown option " + opt).c_str());
+        }
+    }
+    if (a.d < 1 || a.f < 1 || a.tokens.empty()) usage("d, f and the token counts must be >= 1");
+    return a;
+}
+
+// One measurement, in the child.
+int measure(const Args& a, std::int64_t tokens) {
+    const std::size_t df = static_cast<std::size_t>(a.d * a.f);
+    std::unique_ptr<swiglu::Ffn> ffn;
+    {
+        std::vector<float> gate(df), up(df), down(df);
+        fill(gate, 1, 1.0f / 64);
+        fill(up, 2, 1.0f / 64);
+        fill(down, 3, 1.0f / 64);
+        ffn = std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(gate.data(), a.f, a.d),
+                                            swiglu::WeightView::out_in(up.data(), a.f, a.d),
+                                            swiglu::WeightView::out_in(down.data(), a.d, a.f),
+                                            swiglu::Options{a.threads, a.dtype});
+    }  // the caller's weights are freed here
+    const long built = status_kib("VmRSS");
+    std::vector<float> x(static_cast<std::size_t>(tokens * a.d)), y(x.size(), 0.0f);
+    fill(x, 4, 1.0f);
+    const long build_peak = status_kib("VmHWM");  // construction included
+    if (!reset_peak()) {
+        std::fprintf(stderr, "swiglu_peak_rss: cannot reset the peak RSS (/proc/self/clear_refs)\n");
+        return 1;
+    }
+    const long before = status_kib("VmRSS");
+    const auto start = std::chrono::steady_clock::now();
+    ffn->forward(x.data(), y.data(), tokens);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const long peak = status_kib("VmHWM");
+    const double io_mib = 2.0 * static_cast<double>(x.size()) * sizeof(float) / (1 << 20);
+    std::printf("%8lld %10.1f %10.1f %10.1f %10.1f %10.1f %12.1f %8.2f\n", static_cast<long long>(tokens),
+                mib(built), io_mib, mib(before), mib(peak), mib(peak - before), mib(std::max(build_peak, peak)), seconds);
+    std::fflush(stdout);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    const Args a = parse(argc, argv);
+    const double packed_mib = 3.0 * static_cast<double>(a.d) * static_cast<double>(a.f) *
+                              (a.dtype == swiglu::Dtype::f32 ? 4 : a.dtype == swiglu::Dtype::bf16 ? 2 : 1) /
+                              (1 << 20);
+    std::printf("swiglu %s, d = %lld, f = %lld, %s, threads %d (0 = all cores): packed weights %.1f MiB\n",
+                swiglu::version(), static_cast<long long>(a.d), static_cast<long long>(a.f),
+                swiglu::dtype_name(a.dtype), a.threads, packed_mib);
+    std::printf("%8s %10s %10s %10s %10s %10s %12s %8s\n", "tokens", "built MiB", "x+y MiB", "before",
+                "peak call", "growth", "life peak", "call s");
+    std::fflush(stdout);
+    int status = 0;
+    for (std::int64_t tokens : a.tokens) {
+        const pid_t pid = ::fork();
+        if (pid < 0) {
+            std::perror("fork");
+            return 1;
+        }
+        if (pid == 0) {
+            int rc = 1;
+            try {
+                rc = measure(a, tokens);
+            } catch (const std::exception& e) {
+                std::fprintf(stderr, "swiglu_peak_rss: %s\n", e.what());
+            }
+            std::_Exit(rc);
+        }
+        int ws = 0;
+        while (::waitpid(pid, &ws, 0) < 0) {
+        }
+        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) status = 1;
+    }
+    return status;
+}

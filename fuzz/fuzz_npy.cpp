@@ -1,0 +1,60 @@
+// libFuzzer target: a .npy file from hostile bytes.
+//
+// parse_npy either returns an array whose data matches its shape, or throws
+// swiglu::Error (invalid_argument) with a one-line message that starts with
+// the file's name. What it accepts must survive a write/read round trip bit
+// for bit. Anything else aborts, and libFuzzer keeps the input.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include <swiglu/swiglu.hpp>
+
+#include "npy.hpp"
+
+namespace {
+
+const std::string kName = "<fuzz>";
+
+[[noreturn]] void broken(const char* what, const std::string& detail = "") {
+    std::fprintf(stderr, "invariant broken: %s %s\n", what, detail.c_str());
+    std::abort();
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    using swiglu::detail::NpyArray;
+    NpyArray a;
+    try {
+        a = swiglu::detail::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), kName);
+    } catch (const swiglu::Error& e) {
+        const std::string m = e.what();
+        if (e.status() != swiglu::Status::invalid_argument) broken("unexpected status", m);
+        if (m.compare(0, kName.size() + 2, kName + ": ") != 0) broken("message without the name:", m);
+        if (m.find('\n') != std::string::npos || m.find('\r') != std::string::npos)
+            broken("message of more than one line:", m);
+        return 0;
+    }
+    std::int64_t elements = 1;
+    for (std::int64_t n : a.shape) {
+        if (n < 0) broken("negative dimension accepted");
+        if (__builtin_mul_overflow(elements, n, &elements)) elements = -1;  // only with a 0 elsewhere
+    }
+    bool has_zero = false;
+    for (std::int64_t n : a.shape) has_zero = has_zero || n == 0;
+    if (has_zero) elements = 0;
+    if (elements != a.elements()) broken("shape and data disagree");
+
+    const std::string bytes = swiglu::detail::npy_bytes(a.data.data(), a.shape);
+    const NpyArray b = swiglu::detail::parse_npy(bytes, "round trip");
+    if (b.shape != a.shape) broken("round trip changed the shape");
+    if (b.data.size() != a.data.size() ||
+        (!a.data.empty() && std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) != 0))
+        broken("round trip changed the data");
+    return 0;
+}

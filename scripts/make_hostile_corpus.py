@@ -1,0 +1,331 @@
+#!/usr/bin/env python3
+"""Writes a corpus of malformed safetensors and .npy files, one per defect.
+
+    python3 scripts/make_hostile_corpus.py DIR
+
+Each hostile file is named after its defect:
+    st_<defect>.safetensors   a checkpoint that `swiglu run --weights` must refuse
+    npy_<defect>.npy          an input that `swiglu run --input` must refuse
+and a few valid files serve as the good half of each run and as fuzzer seeds:
+    valid_*.safetensors       each holds exactly one block with d = 4 (no --layer needed)
+    valid_x.npy               float32 (3, 4): an input for every valid checkpoint
+    valid_*.npy               other well-formed float32 arrays (fuzzer seeds)
+
+test/hostile/run.sh runs the command on every file; fuzz/ uses the corpus as
+seeds. Python 3 standard library only (no numpy), deterministic output.
+"""
+
+import json
+import os
+import struct
+import sys
+
+D, F = 4, 8  # the block every valid checkpoint holds
+
+
+# --------------------------------------------------------------------------
+# Building blocks
+
+def f32_bytes(values):
+    return struct.pack("<%df" % len(values), *values)
+
+
+def bf16_bytes(values):
+    out = bytearray()
+    for v in values:
+        bits = struct.unpack("<I", struct.pack("<f", v))[0]
+        out += struct.pack("<H", bits >> 16)  # truncation: exact for these values
+    return bytes(out)
+
+
+def ramp(n, scale=0.125, offset=0):
+    """n small, exactly representable, varied values."""
+    return [((i * 7 + offset) % 17 - 8) * scale for i in range(n)]
+
+
+def st_raw(header, data=b"", length=None):
+    """A safetensors file from header text (str or bytes) and data bytes; the
+    length field is the header's own length unless `length` says otherwise."""
+    if isinstance(header, str):
+        header = header.encode("utf-8")
+    n = len(header) if length is None else length
+    return struct.pack("<Q", n) + header + data
+
+
+def st_file(tensors, metadata=None, order=None):
+    """A well-formed file: tensors = [(name, dtype, shape, bytes)], stored back
+    to back in list order; `order` lists the names in header order."""
+    entries, data, offset = {}, b"", 0
+    for name, dtype, shape, raw in tensors:
+        entries[name] = {"dtype": dtype, "shape": list(shape),
+                         "data_offsets": [offset, offset + len(raw)]}
+        data += raw
+        offset += len(raw)
+    header = {}
+    if metadata is not None:
+        header["__metadata__"] = metadata
+    for name in (order or [t[0] for t in tensors]):
+        header[name] = entries[name]
+    text = json.dumps(header, separators=(",", ":"))
+    text += " " * ((8 - len(text) % 8) % 8)  # padded as the reference writer does
+    return st_raw(text, data)
+
+
+def entry(name, dtype, shape, offsets):
+    """One hand-written header entry, so any field can be anything."""
+    return '"%s":{"dtype":%s,"shape":%s,"data_offsets":%s}' % (name, dtype, shape, offsets)
+
+
+def hf(layer=0):
+    return "model.layers.%d.mlp." % layer
+
+
+def hf_block(prefix=hf(0), d=D, f=F, dtype="F32", seed=0):
+    conv = f32_bytes if dtype == "F32" else bf16_bytes
+    return [
+        (prefix + "gate_proj.weight", dtype, [f, d], conv(ramp(f * d, offset=seed))),
+        (prefix + "up_proj.weight", dtype, [f, d], conv(ramp(f * d, offset=seed + 3))),
+        (prefix + "down_proj.weight", dtype, [d, f], conv(ramp(d * f, offset=seed + 5))),
+    ]
+
+
+def npy_file(header_dict, data, major=1, minor=0, magic=b"\x93NUMPY", length=None):
+    """A .npy file from its header dict text, padded as numpy pads it."""
+    header = header_dict.encode("latin-1") if isinstance(header_dict, str) else header_dict
+    length_size = 2 if major == 1 else 4
+    pre = len(magic) + 2 + length_size
+    pad = (64 - (pre + len(header) + 1) % 64) % 64
+    header = header + b" " * pad + b"\n"
+    n = len(header) if length is None else length
+    field = struct.pack("<H", n) if length_size == 2 else struct.pack("<I", n)
+    return magic + bytes([major, minor]) + field + header + data
+
+
+def npy_dict(shape, descr="'<f4'", fortran="False"):
+    shape_text = "(" + ", ".join(str(s) for s in shape) + ("," if len(shape) == 1 else "") + ")"
+    return "{'descr': %s, 'fortran_order': %s, 'shape': %s, }" % (descr, fortran, shape_text)
+
+
+def npy_f32(shape, values=None):
+    n = 1
+    for s in shape:
+        n *= s
+    return npy_file(npy_dict(shape), f32_bytes(values if values is not None else ramp(n)))
+
+
+# --------------------------------------------------------------------------
+# The corpus
+
+def valid_files():
+    files = {}
+    files["valid_hf_llama.safetensors"] = st_file(hf_block())
+    files["valid_bf16.safetensors"] = st_file(hf_block(dtype="BF16"))
+    files["valid_with_metadata.safetensors"] = st_file(hf_block(), metadata={"format": "pt"})
+    files["valid_header_order_differs.safetensors"] = st_file(
+        hf_block(), order=[hf(0) + "down_proj.weight", hf(0) + "up_proj.weight",
+                           hf(0) + "gate_proj.weight"])
+    files["valid_bare.safetensors"] = st_file(hf_block(prefix=""))
+    gate_up = ramp(2 * F * D, offset=1)
+    files["valid_phi3_merged.safetensors"] = st_file([
+        (hf(0) + "gate_up_proj.weight", "F32", [2 * F, D], f32_bytes(gate_up)),
+        (hf(0) + "down_proj.weight", "F32", [D, F], f32_bytes(ramp(D * F, offset=2))),
+    ])
+    files["valid_glassllm.safetensors"] = st_file([
+        ("W1", "F32", [D, F], f32_bytes(ramp(D * F, offset=4))),
+        ("W3", "F32", [D, F], f32_bytes(ramp(D * F, offset=6))),
+        ("W2", "F32", [F, D], f32_bytes(ramp(F * D, offset=8))),
+    ])
+    files["valid_x.npy"] = npy_f32([3, D])
+    files["valid_x_btd.npy"] = npy_f32([2, 3, D])
+    files["valid_x_empty.npy"] = npy_f32([0, D])
+    files["valid_x_v2.npy"] = npy_file(npy_dict([3, D]), f32_bytes(ramp(3 * D)), major=2)
+    return files
+
+
+def hostile_safetensors():
+    good = st_file(hf_block())
+    g, u, dn = (hf(0) + s for s in ("gate_proj.weight", "up_proj.weight", "down_proj.weight"))
+    gate_bytes = 4 * F * D
+    data = bytes(3 * gate_bytes)  # three zero-filled weights, back to back
+
+    def three(gate_shape="[8,4]", up_shape="[8,4]", down_shape="[4,8]", dtype='"F32"',
+              offsets=None, extra="", tail=b"", data_bytes=data):
+        """A header of the three weights, any field replaceable by hand."""
+        o = offsets or ["[0,%d]" % gate_bytes, "[%d,%d]" % (gate_bytes, 2 * gate_bytes),
+                        "[%d,%d]" % (2 * gate_bytes, 3 * gate_bytes)]
+        header = "{" + ",".join([entry(g, dtype, gate_shape, o[0]), entry(u, '"F32"', up_shape, o[1]),
+                                 entry(dn, '"F32"', down_shape, o[2])]) + extra + "}"
+        return st_raw(header, data_bytes + tail)
+
+    files = {}
+    # The 8-byte length field.
+    files["empty_file"] = b""
+    files["shorter_than_length_field"] = b"\x10\x00\x00"
+    files["header_length_zero"] = st_raw("", length=0)
+    files["header_length_past_end"] = st_raw('{"a":1}', length=4096)
+    files["header_length_over_100MB"] = st_raw('{}', length=100 * 1000 * 1000 + 1)
+    files["header_length_u64_max"] = st_raw('{}', length=2 ** 64 - 1)
+    files["header_length_wraps_with_8"] = st_raw('{}', length=2 ** 64 - 8)
+    # The header text.
+    files["header_not_starting_with_brace"] = st_raw('["not", "an", "object"]')
+    files["header_starting_with_space"] = st_raw(' {}')
+    files["header_invalid_utf8"] = st_raw(b'{"gate\xff\xfe":{"dtype":"F32","shape":[],"data_offsets":[0,4]}}',
+                                          bytes(4))
+    files["header_overlong_utf8"] = st_raw(b'{"\xc0\xaf":1}')
+    files["header_utf16_surrogate_in_utf8"] = st_raw(b'{"\xed\xa0\x80":1}')
+    files["header_utf8_cut_at_end"] = st_raw(b'{"a":"\xe2\x82')
+    files["header_invalid_json"] = st_raw('{"a": {"dtype": "F32", "shape": [1], "data_offsets": [0, 4]')
+    files["header_json_trailing_garbage"] = st_raw('{} {}')
+    files["header_json_single_quotes"] = st_raw("{'a': 1}")
+    files["header_nul_byte"] = st_raw(b'{}\x00{"hidden": 1}')
+    files["header_nested_too_deep"] = st_raw('{"a":' + "[" * 64 + "]" * 64 + "}")
+    files["header_empty_object"] = st_raw('{}')
+    files["header_truncated"] = good[: 8 + 20]
+    # Entries.
+    files["duplicate_tensor_name"] = st_raw(
+        "{" + entry(g, '"F32"', "[8,4]", "[0,128]") + "," + entry(g, '"F32"', "[8,4]", "[128,256]") + "}",
+        bytes(256))
+    files["duplicate_key_in_entry"] = st_raw(
+        '{"%s":{"dtype":"F32","dtype":"I8","shape":[8,4],"data_offsets":[0,128]}}' % g, bytes(128))
+    files["entry_not_object"] = st_raw('{"%s":[1,2,3]}' % g)
+    files["entry_missing_dtype"] = st_raw('{"%s":{"shape":[1],"data_offsets":[0,4]}}' % g, bytes(4))
+    files["entry_missing_shape"] = st_raw('{"%s":{"dtype":"F32","data_offsets":[0,4]}}' % g, bytes(4))
+    files["entry_missing_offsets"] = st_raw('{"%s":{"dtype":"F32","shape":[1]}}' % g, bytes(4))
+    files["dtype_not_string"] = three(dtype="32")
+    files["unknown_dtype"] = three(dtype='"F33"')
+    files["dtype_lowercase"] = three(dtype='"f32"')
+    files["shape_not_array"] = three(gate_shape='"8x4"')
+    files["metadata_not_object"] = st_raw('{"__metadata__":[1,2]}')
+    files["metadata_value_not_string"] = st_raw('{"__metadata__":{"format":3}}')
+    # Dimensions.
+    files["negative_dimension"] = three(gate_shape="[-8,4]")
+    files["dimension_not_integer"] = three(gate_shape="[8.5,4]")
+    files["dimension_string"] = three(gate_shape='["8",4]')
+    files["dimension_2_pow_63"] = three(gate_shape="[9223372036854775808,4]")
+    files["dimension_past_u64"] = three(gate_shape="[18446744073709551616,4]")
+    files["dimension_huge_exponent"] = three(gate_shape="[1e400,4]")
+    files["shape_product_wraps_64_bits"] = three(gate_shape="[4294967296,4294967296,16]")
+    files["shape_product_wraps_to_zero"] = three(gate_shape="[2147483648,2147483648,4]")
+    files["byte_size_wraps_64_bits"] = three(gate_shape="[4611686018427387904]")
+    files["sub_byte_dtype_partial_byte"] = st_raw(
+        '{"t":{"dtype":"F4","shape":[3],"data_offsets":[0,1]}}', bytes(1))
+    # Offsets.
+    files["offsets_not_array"] = three(offsets=['"0-128"', "[128,256]", "[256,384]"])
+    files["offsets_three_elements"] = three(offsets=["[0,128,256]", "[128,256]", "[256,384]"])
+    files["offsets_negative"] = three(offsets=["[-128,0]", "[128,256]", "[256,384]"])
+    files["offsets_not_integer"] = three(offsets=["[0,128.0]", "[128,256]", "[256,384]"])
+    files["offsets_begin_after_end"] = three(offsets=["[128,0]", "[128,256]", "[256,384]"])
+    files["offsets_end_past_data"] = three(offsets=["[0,128]", "[128,256]", "[256,512]"])
+    files["offsets_u64_max"] = three(offsets=["[0,128]", "[128,256]", "[18446744073709551488,18446744073709551615]"])
+    files["offsets_overlapping"] = three(offsets=["[0,128]", "[64,192]", "[256,384]"])
+    files["offsets_same_range_twice"] = three(offsets=["[0,128]", "[0,128]", "[256,384]"])
+    files["offsets_hole_between"] = three(offsets=["[0,128]", "[160,288]", "[288,416]"],
+                                          data_bytes=bytes(416))
+    files["offsets_hole_before_first"] = three(offsets=["[32,160]", "[160,288]", "[288,416]"],
+                                               data_bytes=bytes(416))
+    files["offsets_trailing_bytes"] = three(tail=bytes(16))
+    files["byte_size_not_shape_times_dtype"] = three(offsets=["[0,124]", "[124,252]", "[252,380]"],
+                                                     data_bytes=bytes(380))
+    files["truncated_data"] = good[:-7]
+    files["truncated_to_header"] = good[: 8 + struct.unpack("<Q", good[:8])[0]]
+    # Valid files whose weights are missing or disagree.
+    files["weights_none"] = st_file([("embed_tokens.weight", "F32", [2, 2], f32_bytes(ramp(4)))])
+    files["weight_up_missing"] = st_file([t for t in hf_block() if "up_proj" not in t[0]])
+    files["weight_down_missing"] = st_file([t for t in hf_block() if "down_proj" not in t[0]])
+    files["weight_up_disagrees"] = st_file(hf_block()[:1] + [(u, "F32", [F, D + 1], f32_bytes(ramp(F * (D + 1))))]
+                                           + hf_block()[2:])
+    files["weight_down_transposed"] = st_file(hf_block()[:2] + [(dn, "F32", [F, D], f32_bytes(ramp(F * D)))])
+    files["weight_1d"] = st_file([(g, "F32", [F * D], f32_bytes(ramp(F * D)))] + hf_block()[1:])
+    files["weight_3d"] = st_file([(g, "F32", [2, F // 2, D], f32_bytes(ramp(F * D)))] + hf_block()[1:])
+    files["weight_dtype_i32"] = st_file([(g, "I32", [F, D], bytes(4 * F * D))] + hf_block()[1:])
+    files["weight_dtype_f64"] = st_file([(t[0], "F64", t[2], t[3] + t[3]) for t in hf_block()])
+    files["weights_empty_block"] = st_file([(g, "F32", [F, 0], b""), (u, "F32", [F, 0], b""),
+                                            (dn, "F32", [0, F], b"")])
+    files["phi3_gate_up_odd_rows"] = st_file([
+        (hf(0) + "gate_up_proj.weight", "F32", [2 * F + 1, D], f32_bytes(ramp((2 * F + 1) * D))),
+        (dn, "F32", [D, F], f32_bytes(ramp(D * F))),
+    ])
+    files["two_layers_no_selector"] = st_file(hf_block() + hf_block(prefix=hf(1), seed=9))
+    files["block_d_disagrees_with_input"] = st_file(hf_block(d=D + 1))
+    return {"st_%s.safetensors" % k: v for k, v in files.items()}
+
+
+def hostile_npy():
+    good_data = f32_bytes(ramp(3 * D))
+    good = npy_file(npy_dict([3, D]), good_data)
+    files = {}
+    # Magic, version, header length.
+    files["empty_file"] = b""
+    files["wrong_magic"] = npy_file(npy_dict([3, D]), good_data, magic=b"\x93NUMPZ")
+    files["text_file"] = b"1.0,2.0,3.0,4.0\n"
+    files["magic_only"] = b"\x93NUMPY"
+    files["version_4_0"] = npy_file(npy_dict([3, D]), good_data, major=4)
+    files["version_1_1"] = npy_file(npy_dict([3, D]), good_data, minor=1)
+    files["version_0_0"] = npy_file(npy_dict([3, D]), good_data, major=0)
+    files["header_length_cut_off"] = b"\x93NUMPY\x02\x00\x10\x00"
+    files["header_length_past_end"] = npy_file(npy_dict([3, D]), b"", length=0xFFFF)
+    files["v2_header_length_u32_max"] = npy_file(npy_dict([3, D]), good_data, major=2, length=0xFFFFFFFF)
+    # The dict.
+    files["header_not_a_dict"] = npy_file("[1, 2, 3]", good_data)
+    files["header_unterminated_dict"] = npy_file("{'descr': '<f4', 'fortran_order': False", good_data)
+    files["header_trailing_text"] = npy_file(npy_dict([3, D]) + " extra", good_data)
+    files["header_missing_descr"] = npy_file("{'fortran_order': False, 'shape': (3, 4), }", good_data)
+    files["header_missing_shape"] = npy_file("{'descr': '<f4', 'fortran_order': False, }", good_data)
+    files["header_duplicate_key"] = npy_file(
+        "{'descr': '<f4', 'descr': '<f8', 'fortran_order': False, 'shape': (3, 4), }", good_data)
+    files["header_unknown_key"] = npy_file(
+        "{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), 'extra': 1, }", good_data)
+    files["header_non_ascii"] = npy_file(b"{'descr': '<f4\xe9', 'fortran_order': False, 'shape': (3, 4), }",
+                                         good_data)
+    files["header_nul_byte"] = npy_file(b"{'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }\x00",
+                                        good_data)
+    files["fortran_order_not_bool"] = npy_file(npy_dict([3, D], fortran="0"), good_data)
+    # dtype and order.
+    files["dtype_f8"] = npy_file(npy_dict([3, D], descr="'<f8'"), good_data + good_data)
+    files["dtype_big_endian_f4"] = npy_file(npy_dict([3, D], descr="'>f4'"), good_data)
+    files["dtype_i4"] = npy_file(npy_dict([3, D], descr="'<i4'"), good_data)
+    files["dtype_f2"] = npy_file(npy_dict([3, D], descr="'<f2'"), good_data[: len(good_data) // 2])
+    files["dtype_structured"] = npy_file(npy_dict([3, D], descr="[('a', '<f4')]"), good_data)
+    files["dtype_object"] = npy_file(npy_dict([3, D], descr="'|O'"), bytes(8 * 3 * D))
+    files["fortran_order"] = npy_file(npy_dict([3, D], fortran="True"), good_data)
+    # Shapes.
+    files["shape_lies_more_rows"] = npy_file(npy_dict([4, D]), good_data)
+    files["shape_lies_fewer_rows"] = npy_file(npy_dict([2, D]), good_data)
+    files["shape_not_tuple"] = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (12), }", good_data)
+    files["shape_list"] = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': [3, 4], }", good_data)
+    files["shape_negative"] = npy_file(npy_dict([-3, D]), good_data)
+    files["shape_dimension_past_i64"] = npy_file(npy_dict([2 ** 64, D]), good_data)
+    files["shape_product_wraps_64_bits"] = npy_file(npy_dict([2 ** 32, 2 ** 32, D]), good_data)
+    files["shape_bytes_wrap_64_bits"] = npy_file(npy_dict([2 ** 62, D]), good_data)
+    files["shape_float_dimension"] = npy_file("{'descr': '<f4', 'fortran_order': False, 'shape': (3.0, 4), }",
+                                              good_data)
+    files["truncated_data"] = good[:-3]
+    files["truncated_header"] = good[:30]
+    # Well-formed arrays the block cannot take.
+    files["rank_0"] = npy_file(npy_dict([]), f32_bytes([1.0]))
+    files["rank_1"] = npy_f32([D])
+    files["rank_4"] = npy_f32([1, 1, 3, D])
+    files["last_dimension_not_d"] = npy_f32([3, D + 1])
+    return {"npy_%s.npy" % k: v for k, v in files.items()}
+
+
+def main(argv):
+    if len(argv) != 2:
+        sys.stderr.write("usage: make_hostile_corpus.py DIR\n")
+        return 2
+    out = argv[1]
+    os.makedirs(out, exist_ok=True)
+    files = {}
+    for part in (valid_files(), hostile_safetensors(), hostile_npy()):
+        for name in part:
+            assert name not in files, name
+        files.update(part)
+    for name, data in sorted(files.items()):
+        with open(os.path.join(out, name), "wb") as f:
+            f.write(data)
+    print("%d files in %s" % (len(files), out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,14 +1,20 @@
-// ffn/<shape>/f32/M:<tokens>/T:<threads> and baseline/<shape>/f32/M:<tokens>/T:<threads>,
+// ffn/<shape>/<dtype>/M:<tokens>/T:<threads> and
+// baseline/<shape>/<dtype>/M:<tokens>/T:<threads> (dtype f32, bf16, int8),
 // and the --profile table.
 //
 // Counters (per call, from this file's own clock around the timed loop):
-//   ns_per_call   wall time of one forward()
-//   GFLOPs        6 M d f / time, GFLOP/s
-//   GBs           3 d f * 4 weight bytes / time, GB/s
-//   roofline_pct  100 * t_roofline / time, with t_roofline =
-//                 max(FLOPs / peak_fp32(T), weight bytes / dram_read(T)) from
-//                 the machine probe. Over 100 means the weights came from
-//                 cache, not DRAM (glass and cyber fit in L2/L3).
+//   ns_per_call       wall time of one forward()
+//   GFLOPs            6 M d f / time, GFLOP/s (int8: integer GOP/s)
+//   GBs               weight bytes of the dtype / time, GB/s: 3 d f x 4 (f32),
+//                     2 (bf16) or 1 (int8) bytes
+//   roofline_pct      100 * t_roofline / time, with t_roofline =
+//                     max(FLOPs / peak(dtype, T), weight bytes(dtype) /
+//                     dram_read(T)) from the machine probe, peak(dtype) being
+//                     the f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate. Over
+//                     100 means the weights came from cache, not DRAM (glass
+//                     and cyber fit in L2/L3).
+//   pct_of_bf16_peak  int8 rows only: 100 * GFLOPs / peak(bf16, T), how the
+//                     int8 block compares with what bf16 could do at most.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 #include <sched.h>
@@ -24,6 +30,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -36,14 +43,33 @@ namespace swiglu_bench {
 namespace {
 
 using Clock = std::chrono::steady_clock;
+using swiglu::Dtype;
 
-constexpr double kTolerance = 1e-4;  // max |y_ffn - y_base| / max |y_base|
+// max |y_ffn - y_base| / max |y_base| allowed when the Ffn is checked against
+// the baseline of its dtype. bf16 and int8 round (and quantize) at slightly
+// different points in the two, hence the wider bounds.
+double tolerance(Dtype dtype) {
+    switch (dtype) {
+        case Dtype::bf16: return 2e-2;
+        case Dtype::int8: return 6e-2;
+        case Dtype::f32: break;
+    }
+    return 1e-4;
+}
+
+// What one check of the Ffn against a baseline found.
+struct Verified {
+    double diff = 0;
+    Dtype against = Dtype::f32;  // dtype of the baseline used (f32 when the
+                                 // dtype's own baseline can't run here)
+};
 
 // Holds the weights of one shape, at most one Ffn and at most one Baseline,
 // so llama7b (541 MB per f32 copy) keeps at most three copies alive: the
-// source weights, the Ffn's packed copy and the baseline's packed copy.
-// Benchmarks are registered shape by shape and, within a shape, threads by
-// threads, so each object is built once and reused across token counts.
+// source weights, the Ffn's packed copy and the baseline's packed copy (half
+// or a quarter of that for bf16 and int8). Benchmarks are registered shape by
+// shape, then dtype by dtype, then threads by threads, so each object is
+// built once and reused across token counts.
 class Workspace {
 public:
     void use_shape(const Shape& s) {
@@ -52,6 +78,8 @@ public:
         ffn_.reset();
         w_.reset();
         verified_.clear();
+        ffn_unsupported_.clear();
+        base_unsupported_.clear();
         w_ = make_weights(s);
         x_ = make_input(kMaxTokens, s.d, 42);
         y_.assign(x_.size(), 0.0f);
@@ -62,71 +90,104 @@ public:
     const float* x() const { return x_.data(); }
     float* y() { return y_.data(); }
 
-    // `threads` as passed to swiglu::Options (0 = library default).
-    swiglu::Ffn& ffn(int threads) {
-        if (!ffn_ || ffn_option_ != threads) {
-            ffn_.reset();
-            const std::int64_t d = w_->shape.d, f = w_->shape.f;
-            swiglu::Options options;
-            options.threads = threads;
+    // `threads` as passed to swiglu::Options (0 = library default). Throws
+    // swiglu::Error, e.g. Status::unsupported for int8 on a CPU without
+    // AVX512-VNNI (remembered: later calls for that dtype throw at once).
+    swiglu::Ffn& ffn(int threads, Dtype dtype) {
+        if (ffn_ && ffn_option_ == threads && ffn_dtype_ == dtype) return *ffn_;
+        ffn_.reset();
+        if (auto it = ffn_unsupported_.find(dtype); it != ffn_unsupported_.end())
+            throw swiglu::Error(swiglu::Status::unsupported, it->second);
+        const std::int64_t d = w_->shape.d, f = w_->shape.f;
+        try {
             ffn_ = std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(w_->gate.get(), f, d),
                                                  swiglu::WeightView::out_in(w_->up.get(), f, d),
                                                  swiglu::WeightView::out_in(w_->down.get(), d, f),
-                                                 options);
-            ffn_option_ = threads;
+                                                 swiglu::Options{threads, dtype});
+        } catch (const swiglu::Error& e) {
+            if (e.status() == swiglu::Status::unsupported) ffn_unsupported_[dtype] = e.what();
+            throw;
         }
+        ffn_option_ = threads;
+        ffn_dtype_ = dtype;
         return *ffn_;
     }
 
-    // Also sets OpenMP's thread count for the calls that follow.
-    Baseline& baseline(std::int64_t tokens, int threads) {
-        if (!base_ || base_->tokens() != tokens || base_->threads() != threads) {
-            PackedWeights reuse = base_ ? base_->take_packed() : PackedWeights{};
+    // Also sets OpenMP's thread count for the calls that follow. Throws
+    // swiglu::Error(Status::unsupported) when oneDNN can't run this dtype's
+    // baseline here (remembered, like ffn()).
+    Baseline& baseline(std::int64_t tokens, int threads, Dtype dtype) {
+        if (!base_ || base_->tokens() != tokens || base_->threads() != threads ||
+            base_->dtype() != dtype) {
+            if (auto it = base_unsupported_.find(dtype); it != base_unsupported_.end())
+                throw swiglu::Error(swiglu::Status::unsupported, it->second);
+            // Packed weights of another dtype are dropped before packing anew.
+            PackedWeights reuse =
+                base_ && base_->dtype() == dtype ? base_->take_packed() : PackedWeights{};
             base_.reset();
-            base_ = std::make_unique<Baseline>(*w_, tokens, threads, std::move(reuse));
+            try {
+                base_ = std::make_unique<Baseline>(*w_, dtype, tokens, threads, std::move(reuse));
+            } catch (const swiglu::Error& e) {
+                if (e.status() == swiglu::Status::unsupported) base_unsupported_[dtype] = e.what();
+                throw;
+            }
         }
         omp_set_num_threads(threads);
         return *base_;
     }
 
-    // Once per (tokens, ffn option): runs both on the same input and aborts
-    // if they disagree. Returns the relative difference.
-    double verify(std::int64_t tokens, int ffn_threads, int base_threads) {
-        const auto key = std::make_pair(tokens, ffn_threads);
+    // Once per (tokens, ffn option, dtype): runs the Ffn and the baseline of
+    // the same dtype on the same input and aborts if they disagree (when the
+    // dtype's baseline can't run here, the f32 baseline is the reference,
+    // with the dtype's tolerance). Throws what ffn() throws.
+    Verified verify(std::int64_t tokens, int ffn_threads, int base_threads, Dtype dtype) {
+        const auto key = std::make_tuple(tokens, ffn_threads, dtype);
         if (auto it = verified_.find(key); it != verified_.end()) return it->second;
         const std::size_t n = std::size_t(tokens) * std::size_t(w_->shape.d);
         std::fill(y_.begin(), y_.begin() + std::ptrdiff_t(n), NAN);
-        ffn(ffn_threads).forward(x_.data(), y_.data(), tokens);
-        baseline(tokens, base_threads).forward(x_.data(), y_ref_.data());
-        const double diff = relative_max_diff(y_.data(), y_ref_.data(), n);
-        if (!(diff < kTolerance)) {
+        ffn(ffn_threads, dtype).forward(x_.data(), y_.data(), tokens);
+        Verified v;
+        v.against = dtype;
+        try {
+            baseline(tokens, base_threads, dtype).forward(x_.data(), y_ref_.data());
+        } catch (const swiglu::Error& e) {
+            if (e.status() != swiglu::Status::unsupported) throw;
+            v.against = Dtype::f32;
+            baseline(tokens, base_threads, Dtype::f32).forward(x_.data(), y_ref_.data());
+        }
+        v.diff = relative_max_diff(y_.data(), y_ref_.data(), n);
+        const double tol = tolerance(dtype);
+        if (!(v.diff < tol)) {
             std::size_t worst = 0;
             for (std::size_t i = 0; i < n; ++i)
                 if (!(std::fabs(y_[i] - y_ref_[i]) <= std::fabs(y_[worst] - y_ref_[worst])))
                     worst = i;
             std::fprintf(stderr,
-                         "\nFATAL: swiglu::Ffn output disagrees with the oneDNN baseline\n"
+                         "\nFATAL: swiglu::Ffn (%s) output disagrees with the oneDNN %s baseline\n"
                          "  shape %s (d=%lld, f=%lld), tokens %lld, Ffn threads option %d\n"
                          "  max|y_ffn - y_base| / max|y_base| = %.3g (tolerance %.0e)\n"
                          "  worst element %zu (row %zu, col %zu): ffn %.8g, baseline %.8g\n",
+                         swiglu::dtype_name(dtype), swiglu::dtype_name(v.against),
                          w_->shape.name, (long long)w_->shape.d, (long long)w_->shape.f,
-                         (long long)tokens, ffn_threads, diff, kTolerance, worst,
+                         (long long)tokens, ffn_threads, v.diff, tol, worst,
                          worst / std::size_t(w_->shape.d), worst % std::size_t(w_->shape.d),
                          double(y_[worst]), double(y_ref_[worst]));
             std::fflush(stderr);
             std::abort();
         }
-        verified_.emplace(key, diff);
-        return diff;
+        verified_.emplace(key, v);
+        return v;
     }
 
 private:
     std::unique_ptr<ShapeWeights> w_;
     std::unique_ptr<swiglu::Ffn> ffn_;
     int ffn_option_ = -1;
+    Dtype ffn_dtype_ = Dtype::f32;
     std::unique_ptr<Baseline> base_;
     std::vector<float> x_, y_, y_ref_;
-    std::map<std::pair<std::int64_t, int>, double> verified_;
+    std::map<std::tuple<std::int64_t, int, Dtype>, Verified> verified_;
+    std::map<Dtype, std::string> ffn_unsupported_, base_unsupported_;
 };
 
 Workspace& workspace() {
@@ -134,25 +195,34 @@ Workspace& workspace() {
     return ws;
 }
 
-double roofline_seconds(const Shape& s, std::int64_t tokens, int threads) {
+double roofline_seconds(const Shape& s, std::int64_t tokens, int threads, Dtype dtype) {
     const MachineProbe& p = machine();
-    const double peak = p.peak(threads), bw = p.dram(threads);
+    const double peak = p.peak(threads, dtype), bw = p.dram(threads);
     const double t_flops = peak > 0 ? s.flops(tokens) / (peak * 1e9) : 0;
-    const double t_bytes = bw > 0 ? s.weight_bytes() / (bw * 1e9) : 0;
+    const double t_bytes = bw > 0 ? s.weight_bytes(dtype) / (bw * 1e9) : 0;
     return std::max(t_flops, t_bytes);
 }
 
-void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int threads, double ns) {
+// 100 * achieved rate / bf16 peak (0 when unknown).
+double pct_of_bf16_peak(const Shape& s, std::int64_t tokens, int threads, double ns) {
+    const double peak = machine().peak(threads, Dtype::bf16);
+    return peak > 0 ? 100.0 * s.flops(tokens) / ns / peak : 0;
+}
+
+void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int threads,
+                  Dtype dtype, double ns) {
     st.counters["ns_per_call"] = ns;
     st.counters["GFLOPs"] = s.flops(tokens) / ns;
-    st.counters["GBs"] = s.weight_bytes() / ns;
-    st.counters["roofline_pct"] = 100.0 * roofline_seconds(s, tokens, threads) * 1e9 / ns;
+    st.counters["GBs"] = s.weight_bytes(dtype) / ns;
+    st.counters["roofline_pct"] = 100.0 * roofline_seconds(s, tokens, threads, dtype) * 1e9 / ns;
+    if (dtype == Dtype::int8)
+        st.counters["pct_of_bf16_peak"] = pct_of_bf16_peak(s, tokens, threads, ns);
 }
 
 bool is_big(const Shape& s) { return s.d * s.f >= (std::int64_t(1) << 24); }
 
-// Fixed iteration counts for llama7b (one call: ~20 ms at M=1 up to ~1.5 s at
-// M=512 on one core).
+// Fixed iteration counts for llama7b (one f32 call: ~20 ms at M=1 up to
+// ~1.5 s at M=512 on one core; bf16 and int8 take less).
 benchmark::IterationCount big_iterations(std::int64_t tokens) {
     if (tokens <= 1) return 10;
     if (tokens <= 16) return 8;
@@ -170,12 +240,14 @@ void guarded(benchmark::State& st, Body&& body) {
     }
 }
 
-void bm_baseline(benchmark::State& st, const Shape* s, std::int64_t tokens, int threads) {
+void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens,
+                 int threads) {
     guarded(st, [&] {
         Workspace& ws = workspace();
         ws.use_shape(*s);
-        ws.verify(tokens, threads, threads);
-        Baseline& base = ws.baseline(tokens, threads);  // sets omp_set_num_threads
+        ws.baseline(tokens, threads, dtype);  // throws here if it can't run
+        ws.verify(tokens, threads, threads, dtype);
+        Baseline& base = ws.baseline(tokens, threads, dtype);  // sets omp_set_num_threads
         const float* x = ws.x();
         float* y = ws.y();
         base.forward(x, y);  // warm
@@ -183,16 +255,16 @@ void bm_baseline(benchmark::State& st, const Shape* s, std::int64_t tokens, int 
         for (auto _ : st) base.forward(x, y);
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         benchmark::DoNotOptimize(y[0]);
-        set_counters(st, *s, tokens, threads, ns / double(st.iterations()));
+        set_counters(st, *s, tokens, threads, dtype, ns / double(st.iterations()));
     });
 }
 
-void bm_ffn(benchmark::State& st, const Shape* s, std::int64_t tokens, int threads) {
+void bm_ffn(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens, int threads) {
     guarded(st, [&] {
         Workspace& ws = workspace();
         ws.use_shape(*s);
-        ws.verify(tokens, threads, threads);
-        const swiglu::Ffn& ffn = ws.ffn(threads);
+        ws.verify(tokens, threads, threads, dtype);
+        const swiglu::Ffn& ffn = ws.ffn(threads, dtype);
         const float* x = ws.x();
         float* y = ws.y();
         ffn.forward(x, y, tokens);  // warm
@@ -200,7 +272,7 @@ void bm_ffn(benchmark::State& st, const Shape* s, std::int64_t tokens, int threa
         for (auto _ : st) ffn.forward(x, y, tokens);
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         benchmark::DoNotOptimize(y[0]);
-        set_counters(st, *s, tokens, threads, ns / double(st.iterations()));
+        set_counters(st, *s, tokens, threads, dtype, ns / double(st.iterations()));
     });
 }
 
@@ -236,18 +308,32 @@ double time_call(Call&& call) {
 LibraryInfo library_info() {
     LibraryInfo info;
     info.threads_default = affinity_count();
+    const Shape s = all_shapes().front();
+    std::unique_ptr<ShapeWeights> w;
     try {
-        const Shape s = all_shapes().front();
-        auto w = make_weights(s);
-        swiglu::Ffn ffn(swiglu::WeightView::out_in(w->gate.get(), s.f, s.d),
-                        swiglu::WeightView::out_in(w->up.get(), s.f, s.d),
-                        swiglu::WeightView::out_in(w->down.get(), s.d, s.f), swiglu::Options{});
-        info.threads_default = ffn.threads();
-        const swiglu::Implementation impl = ffn.implementation();
-        info.matmul = impl.matmul;
-        info.activation = impl.activation;
+        w = make_weights(s);
     } catch (const std::exception& e) {
         info.error = e.what();
+        return info;
+    }
+    for (Dtype dtype : all_dtypes()) {
+        const int i = int(dtype);
+        try {
+            swiglu::Ffn ffn(swiglu::WeightView::out_in(w->gate.get(), s.f, s.d),
+                            swiglu::WeightView::out_in(w->up.get(), s.f, s.d),
+                            swiglu::WeightView::out_in(w->down.get(), s.d, s.f),
+                            swiglu::Options{0, dtype});
+            const swiglu::Implementation impl = ffn.implementation();
+            info.dtype_matmul[i] = impl.matmul;
+            if (dtype == Dtype::f32) {
+                info.threads_default = ffn.threads();
+                info.matmul = impl.matmul;
+                info.activation = impl.activation;
+            }
+        } catch (const std::exception& e) {
+            info.dtype_error[i] = e.what();
+            if (dtype == Dtype::f32) info.error = e.what();
+        }
     }
     return info;
 }
@@ -258,28 +344,34 @@ std::vector<int> bench_thread_counts(int threads_default) {
     return t;
 }
 
-void register_ffn_benchmarks(bool quick, const std::vector<int>& threads) {
+void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
+                             const std::vector<Dtype>& dtypes) {
     for (const Shape& s : all_shapes()) {
         if (quick && is_big(s)) continue;
-        for (int t : threads) {
-            for (std::int64_t m : all_tokens()) {
-                const std::string suffix = std::string(s.name) + "/f32/M:" + std::to_string(m) +
-                                           "/T:" + std::to_string(t);
-                const Shape* sp = &s;
-                benchmark::internal::Benchmark* b[2] = {
-                    benchmark::RegisterBenchmark(
-                        ("baseline/" + suffix).c_str(),
-                        [sp, m, t](benchmark::State& st) { bm_baseline(st, sp, m, t); }),
-                    benchmark::RegisterBenchmark(
-                        ("ffn/" + suffix).c_str(),
-                        [sp, m, t](benchmark::State& st) { bm_ffn(st, sp, m, t); }),
-                };
-                for (auto* bm : b) {
-                    bm->UseRealTime();
-                    if (is_big(s)) {
-                        bm->Unit(benchmark::kMillisecond)->Iterations(big_iterations(m));
-                    } else {
-                        bm->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+        for (Dtype dtype : dtypes) {
+            for (int t : threads) {
+                for (std::int64_t m : all_tokens()) {
+                    const std::string suffix = std::string(s.name) + "/" +
+                                               swiglu::dtype_name(dtype) + "/M:" +
+                                               std::to_string(m) + "/T:" + std::to_string(t);
+                    const Shape* sp = &s;
+                    benchmark::internal::Benchmark* b[2] = {
+                        benchmark::RegisterBenchmark(("baseline/" + suffix).c_str(),
+                                                     [sp, dtype, m, t](benchmark::State& st) {
+                                                         bm_baseline(st, sp, dtype, m, t);
+                                                     }),
+                        benchmark::RegisterBenchmark(("ffn/" + suffix).c_str(),
+                                                     [sp, dtype, m, t](benchmark::State& st) {
+                                                         bm_ffn(st, sp, dtype, m, t);
+                                                     }),
+                    };
+                    for (auto* bm : b) {
+                        bm->UseRealTime();
+                        if (is_big(s)) {
+                            bm->Unit(benchmark::kMillisecond)->Iterations(big_iterations(m));
+                        } else {
+                            bm->Unit(benchmark::kMicrosecond)->MinTime(0.2);
+                        }
                     }
                 }
             }
@@ -287,52 +379,88 @@ void register_ffn_benchmarks(bool quick, const std::vector<int>& threads) {
     }
 }
 
-int run_profile(bool quick) {
+int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
-    std::printf("\n%-8s %5s %3s %10s %9s %8s %7s %10s %8s\n", "shape", "M", "T", "ms/call",
-                "GFLOP/s", "GB/s", "roof%", "base_ms", "speedup");
+    std::printf("\n%-8s %-5s %5s %3s %10s %9s %8s %7s %7s %10s %8s\n", "shape", "dtype", "M", "T",
+                "ms/call", "GFLOP/s", "GB/s", "roof%", "bf16pk%", "base_ms", "speedup");
     std::fflush(stdout);
     std::vector<std::string> notes;
     Workspace& ws = workspace();
+    const auto t_start = Clock::now();
     try {
         for (const Shape& s : all_shapes()) {
             if (quick && is_big(s)) continue;
             ws.use_shape(s);
-            swiglu::Ffn& ffn = ws.ffn(0);
-            const int threads = ffn.threads();
-            const swiglu::Implementation impl = ffn.implementation();
-            std::string base_impl;
-            for (std::int64_t m : {std::int64_t(1), std::int64_t(16), std::int64_t(512)}) {
-                const double diff = ws.verify(m, 0, threads);
-                Baseline& base = ws.baseline(m, threads);
-                base_impl = base.implementation();
-                const float* x = ws.x();
-                float* y = ws.y();
-                const double t_base = time_call([&] { base.forward(x, y); });
-                const double t_ffn = time_call([&] { ffn.forward(x, y, m); });
-                const double roof = roofline_seconds(s, m, threads);
-                std::printf("%-8s %5lld %3d %10.4g %9.1f %8.1f %7.1f %10.4g %7.2fx\n", s.name,
-                            (long long)m, threads, t_ffn * 1e3, s.flops(m) / t_ffn * 1e-9,
-                            s.weight_bytes() / t_ffn * 1e-9, 100.0 * roof / t_ffn, t_base * 1e3,
-                            t_base / t_ffn);
-                std::fflush(stdout);
-                char note[256];
-                std::snprintf(note, sizeof note, "%s M=%lld: max rel diff vs baseline %.2e", s.name,
-                              (long long)m, diff);
-                notes.emplace_back(note);
+            for (Dtype dtype : dtypes) {
+                const char* dn = swiglu::dtype_name(dtype);
+                swiglu::Ffn* ffn = nullptr;
+                try {
+                    ffn = &ws.ffn(0, dtype);
+                } catch (const swiglu::Error& e) {
+                    if (e.status() != swiglu::Status::unsupported) throw;
+                    std::printf("%-8s %-5s   skipped: %s\n", s.name, dn, e.what());
+                    std::fflush(stdout);
+                    continue;
+                }
+                const int threads = ffn->threads();
+                const swiglu::Implementation impl = ffn->implementation();
+                std::string base_impl, diffs;
+                for (std::int64_t m : {std::int64_t(1), std::int64_t(16), std::int64_t(512)}) {
+                    const Verified v = ws.verify(m, 0, threads, dtype);
+                    ffn = &ws.ffn(0, dtype);
+                    const float* x = ws.x();
+                    float* y = ws.y();
+                    double t_base = NAN;
+                    try {
+                        Baseline& base = ws.baseline(m, threads, dtype);
+                        base_impl = base.implementation();
+                        t_base = time_call([&] { base.forward(x, y); });
+                    } catch (const swiglu::Error& e) {
+                        if (e.status() != swiglu::Status::unsupported) throw;
+                        base_impl = std::string("not run: ") + e.what();
+                    }
+                    const double t_ffn = time_call([&] { ffn->forward(x, y, m); });
+                    const double roof = roofline_seconds(s, m, threads, dtype);
+                    char bf16pk[16] = "-";
+                    if (dtype == Dtype::int8)
+                        std::snprintf(bf16pk, sizeof bf16pk, "%.1f",
+                                      pct_of_bf16_peak(s, m, threads, t_ffn * 1e9));
+                    char base_ms[32] = "-", speedup[32] = "-";
+                    if (t_base == t_base) {  // not NaN: the baseline ran
+                        std::snprintf(base_ms, sizeof base_ms, "%.4g", t_base * 1e3);
+                        std::snprintf(speedup, sizeof speedup, "%.2fx", t_base / t_ffn);
+                    }
+                    std::printf("%-8s %-5s %5lld %3d %10.4g %9.1f %8.1f %7.1f %7s %10s %8s\n",
+                                s.name, dn, (long long)m, threads, t_ffn * 1e3,
+                                s.flops(m) / t_ffn * 1e-9, s.weight_bytes(dtype) / t_ffn * 1e-9,
+                                100.0 * roof / t_ffn, bf16pk, base_ms, speedup);
+                    std::fflush(stdout);
+                    char diff[96];
+                    std::snprintf(diff, sizeof diff, "%sM=%lld %.2e", diffs.empty() ? "" : ", ",
+                                  (long long)m, v.diff);
+                    diffs += diff;
+                    if (v.against != dtype)
+                        diffs += std::string(" (vs the ") + swiglu::dtype_name(v.against) +
+                                 " baseline)";
+                }
+                notes.push_back(std::string(s.name) + " " + dn + ": ffn matmul=" + impl.matmul +
+                                " activation=" + impl.activation + " threads=" +
+                                std::to_string(impl.threads) + "; baseline " + base_impl +
+                                "; max rel diff vs baseline " + diffs);
             }
-            notes.push_back(std::string(s.name) + ": ffn matmul=" + impl.matmul +
-                            " activation=" + impl.activation + " threads=" +
-                            std::to_string(impl.threads) + "; baseline " + base_impl);
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "swiglu_bench --profile: %s\n", e.what());
         return 1;
     }
-    std::printf("\nroof%% = 100 * max(FLOPs/peak_fp32, weight bytes/dram_read) / time "
-                "(>100: weights served from cache); speedup = baseline time / ffn time\n");
+    std::printf("\nroof%% = 100 * max(FLOPs/peak(dtype), weight bytes(dtype)/dram_read) / time, "
+                "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate (>100: weights "
+                "served from cache)\nbf16pk%% = int8 GOP/s as %% of the bf16 peak; GB/s = weight "
+                "bytes of the dtype (4, 2, 1 per weight) / time; speedup = baseline time / ffn "
+                "time\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
+    std::printf("profile: %.0f s\n", std::chrono::duration<double>(Clock::now() - t_start).count());
     return 0;
 }
 

@@ -1,4 +1,5 @@
-// Machine probe: peak f32 FMA throughput and DRAM streaming-read bandwidth.
+// Machine probe: peak f32 FMA, bf16 and int8 dot-product throughput, and
+// DRAM streaming-read bandwidth.
 //
 // Peak FLOP/s. The loop is one inline-asm block, so the compiler can neither
 // merge nor drop its chains: 12 accumulators, each its own dependency chain
@@ -9,15 +10,27 @@
 // widest ISA the CPU has is picked at run time (zmm, ymm or xmm), so the
 // binary runs on any x86-64.
 //
+// Peak bf16 and int8 rates, the same way with 14 chains of the dot-product
+// instructions oneDNN's bf16 and int8 kernels are built on:
+//   vdpbf16ps zmm (AVX512_BF16): 16 f32 lanes, each += 2 bf16 products:
+//     64 FLOPs per instruction;
+//   vpdpbusd zmm (AVX512_VNNI): 16 s32 lanes, each += 4 u8 x s8 products:
+//     128 OPs per instruction.
+// (14 chains cover a 5-6 cycle latency at 2 per cycle.) Each runs only when
+// __builtin_cpu_supports says the CPU has the instruction; otherwise the f32
+// peak stands in for that dtype and the context says so
+// (peak_bf16_source: f32 (no avx512_bf16)).
+//
 // DRAM. A sum reduction with 8 vector accumulators over a 1 GiB buffer
 // written before timing (so its pages exist); best of 3 passes. With T
 // threads each reads its own slice at the same time, and the rate is all
 // bytes over the time from the common start to the last thread's finish.
 //
-// The measurements are taken in 3 rounds (every thread count once per round)
-// and the best of the rounds is kept, so that a burst of activity from other
-// processes doesn't spoil a value. Whole probe: ~1-2 s, most of it writing
-// the 1 GiB buffer.
+// The measurements are taken in 3 rounds (every loop and thread count once
+// per round) and the best of the rounds is kept, so that a burst of activity
+// from other processes doesn't spoil a value. Whole probe: ~2-3 s, mostly the
+// compute loops (3 x 35 ms per loop and thread count) and writing the 1 GiB
+// buffer.
 #include "machine_probe.hpp"
 
 #include <benchmark/benchmark.h>
@@ -183,6 +196,102 @@ void fma_loop_sse2(std::uint64_t iters) {
           "xmm10", "xmm11", "xmm12", "xmm13", "cc");
 }
 
+// ---------------------------------------------------------------- bf16 / int8 loops
+
+// 14 chains of vdpbf16ps: acc (f32, 1.0f) += 1.0bf16 * 0 + 1.0bf16 * 0, so
+// every accumulator stays 1.0f. 14 x 16 lanes x 2 products x 2 FLOPs per
+// iteration.
+__attribute__((target("avx512f,avx512bf16"))) void bf16_loop_avx512(std::uint64_t iters) {
+    const float one = 1.0f;
+    const std::uint32_t bf16_ones = 0x3F803F80u;  // two bf16 1.0
+    asm volatile(
+        "vpbroadcastd %[ones], %%zmm14\n\t"      // multiplicand: bf16 pairs of 1.0
+        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"   // multiplicand: bf16 zeros
+        "vbroadcastss %[one], %%zmm0\n\t"
+        "vmovaps %%zmm0, %%zmm1\n\t"
+        "vmovaps %%zmm0, %%zmm2\n\t"
+        "vmovaps %%zmm0, %%zmm3\n\t"
+        "vmovaps %%zmm0, %%zmm4\n\t"
+        "vmovaps %%zmm0, %%zmm5\n\t"
+        "vmovaps %%zmm0, %%zmm6\n\t"
+        "vmovaps %%zmm0, %%zmm7\n\t"
+        "vmovaps %%zmm0, %%zmm8\n\t"
+        "vmovaps %%zmm0, %%zmm9\n\t"
+        "vmovaps %%zmm0, %%zmm10\n\t"
+        "vmovaps %%zmm0, %%zmm11\n\t"
+        "vmovaps %%zmm0, %%zmm12\n\t"
+        "vmovaps %%zmm0, %%zmm13\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm0\n\t"  // zmm0 += pairwise dot(zmm14, zmm15)
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm1\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm2\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm3\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm4\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm5\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm6\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm7\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm8\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm9\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm10\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm11\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm12\n\t"
+        "vdpbf16ps %%zmm15, %%zmm14, %%zmm13\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        "vzeroupper\n\t"
+        : [n] "+r"(iters)
+        : [one] "m"(one), [ones] "m"(bf16_ones)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+          "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
+}
+
+// 14 chains of vpdpbusd: acc (s32, 0) += 1u8 * 0s8 x 4. 14 x 16 lanes x
+// 4 products x 2 OPs per iteration.
+__attribute__((target("avx512f,avx512vnni"))) void int8_loop_avx512(std::uint64_t iters) {
+    const std::uint32_t u8_ones = 0x01010101u;
+    asm volatile(
+        "vpbroadcastd %[ones], %%zmm14\n\t"      // u8 multiplicand: 1
+        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"   // s8 multiplicand: 0
+        "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
+        "vmovdqa32 %%zmm0, %%zmm1\n\t"
+        "vmovdqa32 %%zmm0, %%zmm2\n\t"
+        "vmovdqa32 %%zmm0, %%zmm3\n\t"
+        "vmovdqa32 %%zmm0, %%zmm4\n\t"
+        "vmovdqa32 %%zmm0, %%zmm5\n\t"
+        "vmovdqa32 %%zmm0, %%zmm6\n\t"
+        "vmovdqa32 %%zmm0, %%zmm7\n\t"
+        "vmovdqa32 %%zmm0, %%zmm8\n\t"
+        "vmovdqa32 %%zmm0, %%zmm9\n\t"
+        "vmovdqa32 %%zmm0, %%zmm10\n\t"
+        "vmovdqa32 %%zmm0, %%zmm11\n\t"
+        "vmovdqa32 %%zmm0, %%zmm12\n\t"
+        "vmovdqa32 %%zmm0, %%zmm13\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm0\n\t"  // zmm0 += 4-way dot(u8 zmm14, s8 zmm15)
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm1\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm2\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm3\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm4\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm5\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm6\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm7\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm8\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm9\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm10\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm11\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm12\n\t"
+        "vpdpbusd %%zmm15, %%zmm14, %%zmm13\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        "vzeroupper\n\t"
+        : [n] "+r"(iters)
+        : [ones] "m"(u8_ones)
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
+          "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
+}
+
 // ---------------------------------------------------------------- read loops
 // n is a multiple of 128 floats; p is 64-byte aligned.
 
@@ -250,19 +359,52 @@ float read_sse2(const float* p, std::size_t n) {
     return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
+// One compute loop: runs `iters` iterations of `ops_per_iter` FLOPs (OPs).
+struct ComputeLoop {
+    void (*run)(std::uint64_t) = nullptr;
+    double ops_per_iter = 0;
+    explicit operator bool() const { return run != nullptr; }
+};
+
 struct Kernels {
     const char* isa;
-    void (*fma)(std::uint64_t);
-    double flops_per_iter;
+    ComputeLoop fma;
     float (*read)(const float*, std::size_t);
+    ComputeLoop bf16, int8;  // empty when the CPU lacks the instruction
+    const char* bf16_source;
+    const char* int8_source;
 };
 
 Kernels pick_kernels() {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return {"avx512f", fma_loop_avx512, 12 * 16 * 2, read_avx512};
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-        return {"avx2+fma", fma_loop_avx2, 12 * 8 * 2, read_avx2};
-    return {"sse2", fma_loop_sse2, 24 * 4, read_sse2};
+    Kernels k{};
+    if (__builtin_cpu_supports("avx512f")) {
+        k.isa = "avx512f";
+        k.fma = {fma_loop_avx512, 12 * 16 * 2};
+        k.read = read_avx512;
+    } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
+        k.isa = "avx2+fma";
+        k.fma = {fma_loop_avx2, 12 * 8 * 2};
+        k.read = read_avx2;
+    } else {
+        k.isa = "sse2";
+        k.fma = {fma_loop_sse2, 24 * 4};
+        k.read = read_sse2;
+    }
+    const bool zmm = __builtin_cpu_supports("avx512f");
+    if (zmm && __builtin_cpu_supports("avx512bf16")) {
+        k.bf16 = {bf16_loop_avx512, 14 * 16 * 2 * 2};
+        k.bf16_source = "vdpbf16ps zmm";
+    } else {
+        k.bf16_source = "f32 (no avx512_bf16)";
+    }
+    if (zmm && __builtin_cpu_supports("avx512vnni")) {
+        k.int8 = {int8_loop_avx512, 14 * 16 * 4 * 2};
+        k.int8_source = "vpdpbusd zmm";
+    } else {
+        k.int8_source = "f32 (no avx512_vnni)";
+    }
+    return k;
 }
 
 // ---------------------------------------------------------------- threads
@@ -321,31 +463,31 @@ volatile float g_sink = 0;
 
 // ---------------------------------------------------------------- measurements
 
-// Iterations of the FMA loop that take about `seconds` on one thread.
-std::uint64_t calibrate_fma(const Kernels& k, double seconds) {
+// Iterations of a compute loop that take about `seconds` on one thread.
+std::uint64_t calibrate(const ComputeLoop& loop, double seconds) {
     std::uint64_t iters = 1 << 14;
     for (;;) {
         const auto t0 = Clock::now();
-        k.fma(iters);
+        loop.run(iters);
         const double s = seconds_since(t0);
         if (s > 0.02) return std::max<std::uint64_t>(1, std::uint64_t(double(iters) * seconds / s));
         iters *= 2;
     }
 }
 
-// Sum over T threads of each one's FMA rate, GFLOP/s; best of `reps` runs
-// that all threads start together.
-double measure_peak(const Kernels& k, int threads, std::uint64_t iters, int reps) {
+// Sum over T threads of each one's rate of `loop`, GFLOP/s (GOP/s); best of
+// `reps` runs that all threads start together.
+double measure_peak(const ComputeLoop& loop, int threads, std::uint64_t iters, int reps) {
     std::vector<double> rate(std::size_t(threads) * std::size_t(reps), 0.0);
     SpinBarrier barrier(threads);
     run_pinned(threads, [&](int i) {
-        k.fma(iters / 4 + 1);  // warm up the core (clock, power state)
+        loop.run(iters / 4 + 1);  // warm up the core (clock, power state)
         for (int r = 0; r < reps; ++r) {
             barrier.wait();
             const auto t0 = Clock::now();
-            k.fma(iters);
+            loop.run(iters);
             rate[std::size_t(r) * threads + i] =
-                double(iters) * k.flops_per_iter / seconds_since(t0) * 1e-9;
+                double(iters) * loop.ops_per_iter / seconds_since(t0) * 1e-9;
         }
     });
     double best = 0;
@@ -460,10 +602,13 @@ std::string fmt1(double v) {
 
 }  // namespace
 
-double MachineProbe::peak(int t) const {
-    if (peak_gflops.empty()) return 0;
-    auto it = peak_gflops.upper_bound(t);
-    if (it == peak_gflops.begin()) return peak_gflops.begin()->second;
+double MachineProbe::peak(int t, swiglu::Dtype dtype) const {
+    const std::map<int, double>& m = dtype == swiglu::Dtype::bf16   ? peak_bf16_gflops
+                                     : dtype == swiglu::Dtype::int8 ? peak_int8_gops
+                                                                    : peak_gflops;
+    if (m.empty()) return 0;
+    auto it = m.upper_bound(t);
+    if (it == m.begin()) return m.begin()->second;
     --it;
     return it->first == t ? it->second : it->second / it->first * t;
 }
@@ -494,20 +639,35 @@ const MachineProbe& run_machine_probe(int threads_default) {
                      "processes are running, so the probe and the benchmarks will read low\n",
                      p.idle_pct_before);
 
-    // Three rounds, each measuring every thread count once (FMA: best of
-    // 2 x 35 ms; DRAM: one pass over 1 GiB), and the best of the rounds is
-    // kept: spreading the measurements over ~1 s lets them find a quiet
-    // moment when other processes share the machine.
-    const std::uint64_t iters = calibrate_fma(k, 0.035);
+    // Three rounds, each measuring every loop and thread count once (compute:
+    // best of 2 x 35 ms; DRAM: one pass over 1 GiB), and the best of the
+    // rounds is kept: spreading the measurements over ~2 s lets them find a
+    // quiet moment when other processes share the machine.
+    p.bf16_source = k.bf16_source;
+    p.int8_source = k.int8_source;
+    struct Peak {
+        const ComputeLoop* loop;
+        std::map<int, double>* out;
+        std::uint64_t iters;
+    };
+    std::vector<Peak> peaks = {{&k.fma, &p.peak_gflops, 0}};
+    if (k.bf16) peaks.push_back({&k.bf16, &p.peak_bf16_gflops, 0});
+    if (k.int8) peaks.push_back({&k.int8, &p.peak_int8_gops, 0});
+    for (Peak& pk : peaks) pk.iters = calibrate(*pk.loop, 0.035);
     ReadBuffer buf;
     make_read_buffer(buf, std::size_t(1) << 30, max_threads);
     for (int round = 0; round < 3; ++round) {
-        for (int t : p.threads)
-            p.peak_gflops[t] = std::max(p.peak_gflops[t], measure_peak(k, t, iters, 2));
+        for (const Peak& pk : peaks)
+            for (int t : p.threads)
+                (*pk.out)[t] = std::max((*pk.out)[t], measure_peak(*pk.loop, t, pk.iters, 2));
         if (buf.data)
             for (int t : p.threads)
                 p.dram_gbs[t] = std::max(p.dram_gbs[t], measure_dram(k, buf, t, 1));
     }
+    // No such instruction: the f32 peak stands in (bf16_source / int8_source
+    // say so).
+    if (!k.bf16) p.peak_bf16_gflops = p.peak_gflops;
+    if (!k.int8) p.peak_int8_gops = p.peak_gflops;
     p.seconds = seconds_since(t_start);
     p.measured = true;
     g_probe = p;
@@ -520,6 +680,12 @@ void add_probe_context(const MachineProbe& p) {
     benchmark::AddCustomContext("swiglu_threads_default", std::to_string(p.threads_default));
     for (const auto& [t, v] : p.peak_gflops)
         benchmark::AddCustomContext("peak_fp32_gflops_" + std::to_string(t) + "t", fmt1(v));
+    for (const auto& [t, v] : p.peak_bf16_gflops)
+        benchmark::AddCustomContext("peak_bf16_gflops_" + std::to_string(t) + "t", fmt1(v));
+    benchmark::AddCustomContext("peak_bf16_source", p.bf16_source);
+    for (const auto& [t, v] : p.peak_int8_gops)
+        benchmark::AddCustomContext("peak_int8_gops_" + std::to_string(t) + "t", fmt1(v));
+    benchmark::AddCustomContext("peak_int8_source", p.int8_source);
     for (const auto& [t, v] : p.dram_gbs)
         benchmark::AddCustomContext("dram_read_gbs_" + std::to_string(t) + "t", fmt1(v));
     benchmark::AddCustomContext("probe_seconds", fmt1(p.seconds));
@@ -530,6 +696,10 @@ void print_probe(const MachineProbe& p) {
     std::printf("cpu_model: %s\nprobe_isa: %s\nswiglu_threads_default: %d\n", p.cpu_model.c_str(),
                 p.isa.c_str(), p.threads_default);
     for (const auto& [t, v] : p.peak_gflops) std::printf("peak_fp32_gflops_%dt: %.1f\n", t, v);
+    for (const auto& [t, v] : p.peak_bf16_gflops) std::printf("peak_bf16_gflops_%dt: %.1f\n", t, v);
+    std::printf("peak_bf16_source: %s\n", p.bf16_source.c_str());
+    for (const auto& [t, v] : p.peak_int8_gops) std::printf("peak_int8_gops_%dt: %.1f\n", t, v);
+    std::printf("peak_int8_source: %s\n", p.int8_source.c_str());
     for (const auto& [t, v] : p.dram_gbs) std::printf("dram_read_gbs_%dt: %.1f\n", t, v);
     std::printf("probe_seconds: %.1f\nprobe_cpu_idle_pct_before: %.1f\n", p.seconds,
                 p.idle_pct_before);

@@ -1,13 +1,14 @@
 // swiglu_bench: Google Benchmark binary for the swiglu library.
 //
-//   swiglu_bench [--quick] [--benchmark_* flags]   the benchmarks
-//   swiglu_bench --profile [--quick]               the README table
-//   swiglu_bench --probe                           only the machine probe
+//   swiglu_bench [--quick] [--dtype D] [--benchmark_* flags]   the benchmarks
+//   swiglu_bench --profile [--quick] [--dtype D]               the README table
+//   swiglu_bench --probe                                       only the machine probe
 //
-// --quick skips llama7b (541 MB of f32 weights) for CI smoke runs.
-// The machine probe (peak FLOP/s, DRAM bandwidth) runs first; its values go
-// into the benchmark context (console and JSON) and into the roofline
-// counters. After the benchmarks a summary pairs each ffn row with its
+// --quick skips llama7b (541 MB of f32 weights) for CI smoke runs; --dtype
+// f32|bf16|int8|all (default all) picks the block dtypes.
+// The machine probe (peak f32/bf16/int8 rates, DRAM bandwidth) runs first;
+// its values go into the benchmark context (console and JSON) and into the
+// roofline counters. After the benchmarks a summary pairs each ffn row with its
 // baseline row (to stderr when the output format is not console, so JSON
 // on stdout stays valid).
 #include <benchmark/benchmark.h>
@@ -28,7 +29,7 @@ namespace {
 // Forwards everything to another reporter, after two changes to the ffn and
 // baseline rows: their names lose the suffixes Google Benchmark appends for
 // per-benchmark settings (/min_time:0.200, /iterations:2, /real_time), so they
-// read ffn/<shape>/f32/M:<tokens>/T:<threads> in every format; and, when
+// read ffn/<shape>/<dtype>/M:<tokens>/T:<threads> in every format; and, when
 // `collect`, they are kept for the summary.
 class ForwardingReporter : public benchmark::BenchmarkReporter {
 public:
@@ -67,12 +68,12 @@ public:
         if (order.empty()) return;
         std::sort(order.begin(), order.end());
         std::fprintf(out, "\nffn vs baseline (speedup = baseline time / ffn time)\n");
-        std::fprintf(out, "%-24s %14s %14s %8s %9s %10s\n", "shape/dtype/M/T", "ffn_us",
+        std::fprintf(out, "%-26s %14s %14s %8s %9s %10s\n", "shape/dtype/M/T", "ffn_us",
                      "baseline_us", "speedup", "ffn_roof%", "base_roof%");
         for (const auto& [o, key] : order) {
             const Row& row = rows_.at(*key);
             const double f = row.ffn.ns / row.ffn.n, b = row.base.ns / row.base.n;
-            std::fprintf(out, "%-24s %14.2f %14.2f %7.2fx %9.1f %10.1f\n", key->c_str(),
+            std::fprintf(out, "%-26s %14.2f %14.2f %7.2fx %9.1f %10.1f\n", key->c_str(),
                          f * 1e-3, b * 1e-3, b / f, row.ffn.roof / row.ffn.n,
                          row.base.roof / row.base.n);
         }
@@ -131,6 +132,55 @@ std::string flag_value(const std::vector<char*>& args, const char* name) {
     return value;
 }
 
+// --help: this binary's own flags, then Google Benchmark's.
+void print_help() {
+    std::printf(
+        "swiglu_bench: benchmarks of the swiglu SwiGLU block (Google Benchmark)\n"
+        "\n"
+        "  swiglu_bench [--quick] [--dtype D] [--benchmark_* flags]   the benchmarks\n"
+        "  swiglu_bench --profile [--quick] [--dtype D]               the README table\n"
+        "  swiglu_bench --probe                                       only the machine probe\n"
+        "\n"
+        "  --profile   glass, cyber, llama7b at 1, 16 and 512 tokens on all cores, ffn and\n"
+        "              oneDNN baseline, one table\n"
+        "  --quick     skip llama7b (541 MB of f32 weights)\n"
+        "  --dtype D   block dtypes to run: f32, bf16, int8 or all (default all);\n"
+        "              a comma-separated list works too, e.g. --dtype f32,int8\n"
+        "  --probe     print the machine probe (peak f32 FMA, bf16 vdpbf16ps and int8\n"
+        "              vpdpbusd rates, DRAM read bandwidth; 1, 2 and all threads) and exit\n"
+        "\n"
+        "Benchmarks: ffn/<shape>/<dtype>/M:<tokens>/T:<threads> and baseline/..., shapes\n"
+        "glass, cyber, llama7b; dtypes f32, bf16, int8; tokens 1, 16, 64, 128, 512;\n"
+        "threads 1, 2 (and all, if more). Counters: ns_per_call, GFLOPs, GBs (weight\n"
+        "bytes of the dtype: 4, 2, 1 per weight), roofline_pct (vs the dtype's peak\n"
+        "and DRAM), pct_of_bf16_peak (int8 rows).\n"
+        "Select rows with --benchmark_filter=, e.g. 'glass/bf16/' or 'llama7b/.*/M:1/'.\n"
+        "\n"
+        "Google Benchmark flags:\n");
+    benchmark::PrintDefaultHelp();
+}
+
+// Parses --dtype's value: f32, bf16, int8, all, or a comma-separated list.
+bool parse_dtypes(const std::string& value, std::vector<swiglu::Dtype>& out) {
+    out.clear();
+    std::size_t at = 0;
+    while (at <= value.size()) {
+        const std::size_t comma = std::min(value.find(',', at), value.size());
+        const std::string item = value.substr(at, comma - at);
+        bool known = false;
+        for (swiglu::Dtype d : swiglu_bench::all_dtypes())
+            if (item == "all" || item == swiglu::dtype_name(d)) {
+                known = true;
+                if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
+            }
+        if (!known) return false;
+        at = comma + 1;
+    }
+    // Always in the order f32, bf16, int8.
+    std::sort(out.begin(), out.end(), [](swiglu::Dtype a, swiglu::Dtype b) { return int(a) < int(b); });
+    return !out.empty();
+}
+
 bool flag_is_set(const char* arg, const char* name) {
     const std::size_t n = std::strlen(name);
     if (std::strncmp(arg, name, n) != 0) return false;
@@ -144,9 +194,24 @@ bool flag_is_set(const char* arg, const char* name) {
 
 int main(int argc, char** argv) {
     bool profile = false, quick = false, probe_only = false, listing = false;
+    std::vector<swiglu::Dtype> dtypes = swiglu_bench::all_dtypes();
     std::vector<char*> args;
     for (int i = 0; i < argc; ++i) {
-        if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {
+        if (i > 0 && (std::strcmp(argv[i], "--dtype") == 0 || std::strncmp(argv[i], "--dtype=", 8) == 0)) {
+            const bool separate = argv[i][7] == '\0';
+            if (separate && i + 1 >= argc) {
+                std::fprintf(stderr, "swiglu_bench: --dtype needs a value: f32, bf16, int8 or all\n");
+                return 1;
+            }
+            const std::string value = separate ? argv[++i] : argv[i] + 8;
+            if (!parse_dtypes(value, dtypes)) {
+                std::fprintf(stderr,
+                             "swiglu_bench: --dtype %s: expected f32, bf16, int8, all or a "
+                             "comma-separated list of them\n",
+                             value.c_str());
+                return 1;
+            }
+        } else if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {
             profile = true;
         } else if (i > 0 && std::strcmp(argv[i], "--quick") == 0) {
             quick = true;
@@ -161,7 +226,7 @@ int main(int argc, char** argv) {
     std::string out_format = flag_value(args, "--benchmark_out_format");
     int args_n = int(args.size());
     args.push_back(nullptr);
-    benchmark::Initialize(&args_n, args.data());
+    benchmark::Initialize(&args_n, args.data(), print_help);
     if (benchmark::ReportUnrecognizedArguments(args_n, args.data())) return 1;
 
     const swiglu_bench::LibraryInfo lib = swiglu_bench::library_info();
@@ -174,19 +239,27 @@ int main(int argc, char** argv) {
         } else {
             benchmark::AddCustomContext("swiglu_error", lib.error);
         }
+        // bf16 and int8: what runs underneath, or why the dtype can't run.
+        for (swiglu::Dtype d : {swiglu::Dtype::bf16, swiglu::Dtype::int8}) {
+            const std::string name = swiglu::dtype_name(d);
+            if (lib.dtype_error[int(d)].empty())
+                benchmark::AddCustomContext("swiglu_matmul_" + name, lib.dtype_matmul[int(d)]);
+            else
+                benchmark::AddCustomContext("swiglu_error_" + name, lib.dtype_error[int(d)]);
+        }
     }
     if (probe_only) {
         swiglu_bench::print_probe(swiglu_bench::machine());
         return 0;
     }
     if (profile) {
-        const int rc = swiglu_bench::run_profile(quick);
+        const int rc = swiglu_bench::run_profile(quick, dtypes);
         benchmark::Shutdown();
         return rc;
     }
 
-    swiglu_bench::register_ffn_benchmarks(quick,
-                                          swiglu_bench::bench_thread_counts(lib.threads_default));
+    swiglu_bench::register_ffn_benchmarks(
+        quick, swiglu_bench::bench_thread_counts(lib.threads_default), dtypes);
     ForwardingReporter display(benchmark::CreateDefaultDisplayReporter(), true);
     if (out_file.empty()) {
         benchmark::RunSpecifiedBenchmarks(&display);

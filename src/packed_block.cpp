@@ -98,7 +98,7 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
     down.k = f;
     down.columns = plan_columns(d, f * bytes_per_weight);
 
-    min_bucket = min_row_bucket(3 * d * f * bytes_per_weight);
+    min_bucket = min_row_bucket(3 * d * f * bytes_per_weight, dtype == Dtype::int8);
     auto make_all = [&] {
         for (Phase* p : {&gate_up, &down})
             for (auto& row : p->kernels)

@@ -51,12 +51,15 @@ struct RowTile {
     bool padded() const { return rows < height(); }
 };
 
-// The shortest row tile for a block with `weight_bytes` of weights. Weights
-// streamed from DRAM want >= 4 rows: oneDNN 2.6's brgemm reads them at ~19
-// GB/s with 1 row but ~24 GB/s with 3-6 rows on this machine (measured), and
-// decode is bound by that stream. Weights that stay in cache want 1 row: there
-// the 4x compute of padding shows (glass at 1 token: 6.4 us vs 11 us).
-int min_row_bucket(std::int64_t weight_bytes);
+// The shortest row tile for a block with `weight_bytes` of weights. f32 and
+// bf16 weights streamed from DRAM want >= 4 rows: oneDNN 2.6's brgemm reads
+// them at ~19 GB/s with 1 row but ~24 GB/s with 3-6 rows on this machine
+// (llama7b bf16 1 token: 10.3-11.5 ms padded vs 12.9-14.2 ms not), and decode
+// is bound by that stream. int8's VNNI kernel streams as well with 1 row
+// (llama7b: 4.4-4.9 ms vs 4.8-5.6 ms padded), and so do weights that stay in
+// cache, where the 4x compute of padding shows (glass at 1 token: 6.4 us vs
+// 11 us).
+int min_row_bucket(std::int64_t weight_bytes, bool int8);
 
 // The tallest row tile for a chunk of `rows` rows. A block with a single
 // column tile in some phase (small d or f, e.g. glass) has only row tiles to

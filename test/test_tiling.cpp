@@ -60,8 +60,9 @@ TEST_CASE("padding wastes little") {
     CHECK(max_row_bucket(16, false) == 6);
     REQUIRE(plan_rows(16, 0, max_row_bucket(16, true), tiles) == 2);
     // Streamed weights get 4-row tiles at least, cache-resident ones 1-row.
-    CHECK(min_row_bucket(3 * 4096 * 11008 * 4) == 2);
-    CHECK(min_row_bucket(3 * 128 * 341 * 4) == 0);
+    CHECK(min_row_bucket(3 * 4096 * 11008 * 4, false) == 2);
+    CHECK(min_row_bucket(3 * 128 * 341 * 4, false) == 0);
+    CHECK(min_row_bucket(3 * 4096 * 11008, true) == 0);
 }
 
 TEST_CASE("column tiles cover every column, widths a multiple of 64") {

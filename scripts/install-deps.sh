@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Installs the Debian 12 packages swiglu builds on, only those missing.
-# Run as root (or with sudo available) on a fresh machine.
+# Installs the Debian 12 packages swiglu builds on, plus any named as
+# arguments, only those missing. Run as root (or with sudo) on a fresh machine.
 set -euo pipefail
 
 packages=(cmake make g++ pkg-config libdnnl-dev libxsimd-dev doctest-dev libbenchmark-dev
-          nlohmann-json3-dev libcli11-dev python3)
+          nlohmann-json3-dev libcli11-dev python3 "$@")
 
 missing=()
 for p in "${packages[@]}"; do

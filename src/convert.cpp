@@ -5,6 +5,17 @@
 
 namespace swiglu::detail {
 
+namespace {
+// Round to nearest even for |v| <= 2^22, without a libm call per element
+// (std::nearbyint is one on baseline x86-64, ~5 ns; this vectorises): adding
+// 1.5 * 2^23 leaves no fraction bits, so the FPU's own rounding does it.
+// Needs the default rounding mode and no -ffast-math (which would fold it).
+inline float round_even(float v) {
+    constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
+    return (v + kMagic) - kMagic;
+}
+}  // namespace
+
 void to_bf16(const float* in, std::uint16_t* out, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
         std::uint32_t u;
@@ -42,7 +53,7 @@ float quantize_row(const float* in, std::int8_t* out, std::size_t n) noexcept {
     }
     const float inv = 127.0f / peak;
     for (std::size_t i = 0; i < n; ++i)
-        out[i] = static_cast<std::int8_t>(std::nearbyint(in[i] * inv));
+        out[i] = static_cast<std::int8_t>(round_even(in[i] * inv));
     return peak / 127.0f;
 }
 
@@ -58,7 +69,7 @@ float quantize_column(const float* w, std::size_t k, std::ptrdiff_t stride, std:
     const float inv = finite && peak > 0.0f ? 127.0f / peak : 0.0f;
     for (std::size_t r = 0; r < k; ++r)
         out[static_cast<std::ptrdiff_t>(r) * out_stride] = static_cast<std::int8_t>(
-            std::nearbyint(inv == 0.0f ? 0.0f : w[static_cast<std::ptrdiff_t>(r) * stride] * inv));
+            round_even(inv == 0.0f ? 0.0f : w[static_cast<std::ptrdiff_t>(r) * stride] * inv));
     return finite ? peak / 127.0f : NAN;
 }
 

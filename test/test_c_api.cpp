@@ -10,20 +10,14 @@
 #include <swiglu/swiglu.h>
 #include <swiglu/swiglu.hpp>
 
+#include "error_checks.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
 
 using swiglu::test::RandomBlock;
 
-namespace {
-swiglu_weight c_weight(const swiglu::WeightView& w) {
-    return {w.data, w.rows, w.cols,
-            w.layout == swiglu::Layout::out_in ? SWIGLU_LAYOUT_OUT_IN : SWIGLU_LAYOUT_IN_OUT};
-}
-bool error_mentions(const char* needle) {
-    return std::string(swiglu_last_error()).find(needle) != std::string::npos;
-}
-}  // namespace
+using swiglu::test::c_weight;
+using swiglu::test::error_mentions;
 
 TEST_SUITE("c_api") {
 

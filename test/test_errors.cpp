@@ -13,25 +13,13 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "error_checks.hpp"
 #include "reference.hpp"
 
 using namespace swiglu;
 using swiglu::test::RandomBlock;
 
-namespace {
-// Runs `f`, expecting a swiglu::Error of `status` whose message contains `needle`.
-template <class F>
-void expect_error(F&& f, Status status, const std::string& needle) {
-    try {
-        f();
-        FAIL("no error thrown; expected one mentioning '" << needle << "'");
-    } catch (const Error& e) {
-        CAPTURE(e.what());
-        CHECK(e.status() == status);
-        CHECK(std::string(e.what()).find(needle) != std::string::npos);
-    }
-}
-}  // namespace
+using swiglu::test::expect_error;
 
 TEST_SUITE("errors") {
 

@@ -24,41 +24,23 @@
 #include <swiglu/swiglu.h>
 #include <swiglu/swiglu.hpp>
 
+#include "error_checks.hpp"
 #include "npy.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;
 using swiglu::test::RandomBlock;
+using swiglu::test::c_weight;
+using swiglu::test::error_mentions;
+using swiglu::test::expect_error;
 
 namespace {
-
-// Runs `f`, expecting a swiglu::Error of `status` whose message contains every needle.
-template <class F>
-void expect_error(F&& f, Status status, std::initializer_list<std::string> needles) {
-    try {
-        f();
-        FAIL("no error thrown");
-    } catch (const Error& e) {
-        CAPTURE(e.what());
-        CHECK(e.status() == status);
-        for (const std::string& needle : needles)
-            CHECK(std::string(e.what()).find(needle) != std::string::npos);
-    }
-}
-
-swiglu_weight c_weight(const WeightView& w) {
-    return {w.data, w.rows, w.cols,
-            w.layout == Layout::out_in ? SWIGLU_LAYOUT_OUT_IN : SWIGLU_LAYOUT_IN_OUT};
-}
 
 swiglu_options c_options(int threads, swiglu_dtype dtype = SWIGLU_DTYPE_F32) {
     return {threads, dtype};
 }
 
-bool error_mentions(const char* needle) {
-    return std::string(swiglu_last_error()).find(needle) != std::string::npos;
-}
 
 std::vector<float> run(const Ffn& ffn, const std::vector<float>& x, std::int64_t tokens) {
     std::vector<float> y(x.size());

@@ -14,9 +14,10 @@ inline float round_even(float v) {
     constexpr float kMagic = 12582912.0f;  // 1.5 * 2^23
     return (v + kMagic) - kMagic;
 }
-}  // namespace
 
-void to_bf16(const float* in, std::uint16_t* out, std::size_t n) noexcept {
+// The scalar reference of each array conversion; the SIMD kernels
+// (activation/convert_kernel.hpp) reproduce these bits exactly.
+void to_bf16_scalar(const float* in, std::uint16_t* out, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; ++i) {
         std::uint32_t u;
         std::memcpy(&u, &in[i], 4);
@@ -30,16 +31,20 @@ void to_bf16(const float* in, std::uint16_t* out, std::size_t n) noexcept {
     }
 }
 
-float round_to_bf16(float v) noexcept {
+float round_to_bf16_one(float v) noexcept {
     std::uint16_t h;
-    to_bf16(&v, &h, 1);
+    to_bf16_scalar(&v, &h, 1);
     const std::uint32_t u = std::uint32_t{h} << 16;
     float r;
     std::memcpy(&r, &u, 4);
     return r;
 }
 
-float quantize_row(const float* in, std::int8_t* out, std::size_t n) noexcept {
+void round_to_bf16_scalar(const float* in, float* out, std::size_t n) noexcept {
+    for (std::size_t i = 0; i < n; ++i) out[i] = round_to_bf16_one(in[i]);
+}
+
+float quantize_row_scalar(const float* in, std::int8_t* out, std::size_t n) noexcept {
     float peak = 0.0f;
     bool finite = true;
     for (std::size_t i = 0; i < n; ++i) {
@@ -55,6 +60,57 @@ float quantize_row(const float* in, std::int8_t* out, std::size_t n) noexcept {
     for (std::size_t i = 0; i < n; ++i)
         out[i] = static_cast<std::int8_t>(round_even(in[i] * inv));
     return peak / 127.0f;
+}
+
+void dequantize_scalar(const float* acc, float* out, std::size_t n, float row_scale,
+                       const float* column_scales) noexcept {
+    for (std::size_t i = 0; i < n; ++i) {
+        std::int32_t a;  // the bits, read through memcpy: no aliased pointer
+        std::memcpy(&a, acc + i, sizeof(a));
+        out[i] = static_cast<float>(a) * (row_scale * column_scales[i]);
+    }
+}
+
+const ConvertKernels& chosen() noexcept {
+    static const ConvertKernels kernels = convert_kernels(best_act_isa());
+    return kernels;
+}
+
+}  // namespace
+
+ConvertKernels convert_kernels(ActIsa isa) noexcept {
+    switch (isa) {
+        case ActIsa::scalar:
+            return {&to_bf16_scalar, &round_to_bf16_scalar, &quantize_row_scalar,
+                    &dequantize_scalar};
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
+        case ActIsa::sse2: return convert_kernels_sse2();
+        case ActIsa::avx2_fma: return convert_kernels_avx2_fma();
+        case ActIsa::avx512: return convert_kernels_avx512();
+#else
+        default: break;
+#endif
+    }
+    return {};
+}
+
+void to_bf16(const float* in, std::uint16_t* out, std::size_t n) noexcept {
+    chosen().to_bf16(in, out, n);
+}
+
+float round_to_bf16(float v) noexcept { return round_to_bf16_one(v); }
+
+void round_to_bf16(const float* in, float* out, std::size_t n) noexcept {
+    chosen().round_to_bf16(in, out, n);
+}
+
+float quantize_row(const float* in, std::int8_t* out, std::size_t n) noexcept {
+    return chosen().quantize_row(in, out, n);
+}
+
+void dequantize(const float* acc, float* out, std::size_t n, float row_scale,
+                const float* column_scales) noexcept {
+    chosen().dequantize(acc, out, n, row_scale, column_scales);
 }
 
 float quantize_column(const float* w, std::size_t k, std::ptrdiff_t stride, std::int8_t* out,

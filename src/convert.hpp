@@ -5,12 +5,19 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "activation/isa.hpp"
+
 namespace swiglu::detail {
+
+// The array conversions run per-ISA SIMD kernels (activation/convert_*.cpp),
+// picked once for this CPU; every ISA gives the scalar code's bits exactly.
 
 // f32 -> bf16, round to nearest even; NaN stays NaN, +-inf stays +-inf.
 void to_bf16(const float* in, std::uint16_t* out, std::size_t n) noexcept;
 // bf16 -> f32 rounding: the value bf16 would store, as f32.
 float round_to_bf16(float v) noexcept;
+// The same for n values; out may be in (in place).
+void round_to_bf16(const float* in, float* out, std::size_t n) noexcept;
 
 // Symmetric per-row quantisation: scale = max|in| / 127, out = round(in /
 // scale) in [-127, 127]; returns the scale. An all-zero row gets scale 0
@@ -18,10 +25,38 @@ float round_to_bf16(float v) noexcept;
 // output of that token then becomes NaN, as in f32 arithmetic.
 float quantize_row(const float* in, std::int8_t* out, std::size_t n) noexcept;
 
+// int8 matmul output: the s32 accumulators in `acc` (int32 bits in a float
+// buffer, as oneDNN writes them) to f32, out[i] = float(acc[i]) * (row_scale *
+// column_scales[i]); out may be acc (in place).
+void dequantize(const float* acc, float* out, std::size_t n, float row_scale,
+                const float* column_scales) noexcept;
+
 // The same for one weight column (one output channel): k values `stride`
 // apart, written to `out` `out_stride` apart; returns the column's scale (NaN
 // when the column holds NaN or +-inf: that channel's outputs become NaN).
 float quantize_column(const float* w, std::size_t k, std::ptrdiff_t stride, std::int8_t* out,
                       std::ptrdiff_t out_stride) noexcept;
+
+// One ISA's kernels of the array conversions above, same contracts. A plain
+// aggregate on purpose: the per-ISA TUs include this header, and a
+// constructor of its own would be an inline function each compiles for its
+// own ISA (see activation/convert_kernel.hpp).
+struct ConvertKernels {
+    void (*to_bf16)(const float* in, std::uint16_t* out, std::size_t n) noexcept;
+    void (*round_to_bf16)(const float* in, float* out, std::size_t n) noexcept;
+    float (*quantize_row)(const float* in, std::int8_t* out, std::size_t n) noexcept;
+    void (*dequantize)(const float* acc, float* out, std::size_t n, float row_scale,
+                       const float* column_scales) noexcept;
+};
+
+// The kernels of one ISA, for tests and benchmarks; all null if this build
+// doesn't have it. Calling them on a CPU without that ISA is undefined: check
+// act_isa_available first. ActIsa::scalar is the portable reference.
+ConvertKernels convert_kernels(ActIsa isa) noexcept;
+
+// Per-ISA tables, each defined in its own translation unit (x86 builds only).
+ConvertKernels convert_kernels_sse2() noexcept;
+ConvertKernels convert_kernels_avx2_fma() noexcept;
+ConvertKernels convert_kernels_avx512() noexcept;
 
 }  // namespace swiglu::detail

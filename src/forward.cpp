@@ -23,17 +23,6 @@ void copy_rows(const float* from, std::int64_t from_stride, float* to, std::int6
                     static_cast<std::size_t>(width) * sizeof(float));
 }
 
-// int8: s32 accumulators -> f32, scaled by the row's and each column's
-// scale; in place (the bits are read through memcpy, not an aliased pointer).
-void dequantize(const float* acc, float* out, std::int64_t n, float row_scale,
-                const float* column_scales) {
-    for (std::int64_t i = 0; i < n; ++i) {
-        std::int32_t a;
-        std::memcpy(&a, acc + i, sizeof(a));
-        out[i] = static_cast<float>(a) * (row_scale * column_scales[i]);
-    }
-}
-
 struct Chunk {
     const PackedBlock& block;
     Workspace& ws;
@@ -55,8 +44,7 @@ struct Chunk {
         switch (block.storage) {
             case Dtype::f32:
                 if (emulated_bf16()) {
-                    auto* out = reinterpret_cast<float*>(lp);
-                    for (std::int64_t i = 0; i < rows * d; ++i) out[i] = round_to_bf16(x[i]);
+                    round_to_bf16(x, reinterpret_cast<float*>(lp), static_cast<std::size_t>(rows * d));
                 } else if (last.padded()) {
                     std::memcpy(lp, x + last.row0 * d,
                                 static_cast<std::size_t>(last.rows * d) * sizeof(float));
@@ -122,7 +110,8 @@ struct Chunk {
             const std::int64_t row = t.row0 + r;
             float* g = tile + r * 2 * width;  // [gate | up] of this row
             if (block.storage == Dtype::int8)
-                dequantize(g, g, 2 * width, ws.x_scale.data()[row], phase.scales.data() + 2 * c0);
+                dequantize(g, g, static_cast<std::size_t>(2 * width), ws.x_scale.data()[row],
+                           phase.scales.data() + 2 * c0);
             const bool traced = trace && r < t.rows;
             if (traced) {
                 copy_rows(g, 0, trace->gate + row * block.f + c0, 0, 1, width);
@@ -131,8 +120,7 @@ struct Chunk {
             // SiLU(gate) * up in f32, while the tile is in L1/L2.
             float* act = block.storage == Dtype::bf16 ? g : ws.act.data() + row * block.f + c0;
             silu_mul(g, g + width, act, static_cast<std::size_t>(width));
-            if (emulated_bf16())
-                for (std::int64_t i = 0; i < width; ++i) act[i] = round_to_bf16(act[i]);
+            if (emulated_bf16()) round_to_bf16(act, act, static_cast<std::size_t>(width));
             if (traced) copy_rows(act, 0, trace->act + row * block.f + c0, 0, 1, width);
             if (block.storage == Dtype::bf16)
                 to_bf16(act, reinterpret_cast<std::uint16_t*>(ws.act_lp.data()) + row * block.f + c0,
@@ -158,7 +146,7 @@ struct Chunk {
             return;
         }
         for (std::int64_t r = 0; r < t.rows; ++r)
-            dequantize(tile + r * width, out + r * block.d, width,
+            dequantize(tile + r * width, out + r * block.d, static_cast<std::size_t>(width),
                        ws.act_scale.data()[t.row0 + r], block.down.scales.data() + c0);
     }
 

@@ -159,7 +159,7 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
     };
     auto finish = [&](Phase& p, std::int64_t j) {
         if (emulate_bf16)
-            for (float& v : plain) v = round_to_bf16(v);
+            round_to_bf16(plain.data(), plain.data(), plain.size());
         pack_tile(p, j, plain, next_tile(p, j));
     };
     for (std::int64_t j = 0; j < gate_up.columns.count; ++j) {

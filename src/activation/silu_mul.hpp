@@ -41,11 +41,11 @@
 
 #include <cstddef>
 
+#include "activation/isa.hpp"
+
 namespace swiglu::detail {
 
 using SiluMulFn = void (*)(const float* gate, const float* up, float* out, std::size_t n) noexcept;
-
-enum class ActIsa { scalar, sse2, avx2_fma, avx512 };
 
 // The far-negative shift S and exp(-S) rounded to float (see above). S has
 // few significand bits so S - |z| is exact for every |z| > S below 2^20;
@@ -58,11 +58,6 @@ void silu_mul(const float* gate, const float* up, float* out, std::size_t n) noe
 
 // Name of the ISA silu_mul runs: "avx512", "avx2_fma", "sse2" or "scalar".
 const char* silu_mul_isa_name() noexcept;
-
-const char* act_isa_name(ActIsa isa) noexcept;
-
-// The CPU has the instructions and the OS saves their registers.
-bool act_isa_available(ActIsa isa) noexcept;
 
 // The kernel of one ISA, for tests and benchmarks; nullptr if this build
 // doesn't have it. Calling it on a CPU without that ISA is undefined: check

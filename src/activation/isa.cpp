@@ -1,0 +1,81 @@
+// Which per-ISA kernels this CPU and OS can run. Compiled with the baseline
+// flags: it only reads CPUID and XCR0.
+#include "activation/isa.hpp"
+
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
+#define SWIGLU_ACT_X86 1
+#include <cpuid.h>
+
+#include <cstdint>
+
+#include <xsimd/xsimd.hpp>
+#else
+#define SWIGLU_ACT_X86 0
+#endif
+
+namespace swiglu::detail {
+
+namespace {
+
+#if SWIGLU_ACT_X86
+// XCR0: the register states the OS saves on a context switch. xsimd 8.1's
+// available_architectures() reads only the CPUID feature bits, so on an OS or
+// VM that leaves AVX/AVX-512 state disabled it would report an ISA whose
+// instructions fault. Checking XCR0 as well is what "available" means here.
+std::uint64_t os_saved_state() noexcept {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  if (!__get_cpuid(1, &eax, &ebx, &ecx, &edx)) return 0;
+  if (!(ecx & (1u << 27))) return 0;  // no OSXSAVE: xgetbv would fault
+  unsigned lo = 0, hi = 0;
+  __asm__ volatile("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+  return (std::uint64_t{hi} << 32) | lo;
+}
+
+bool detect(ActIsa isa) noexcept {
+  const auto cpu = xsimd::available_architectures();
+  const std::uint64_t xcr0 = os_saved_state();
+  const bool os_ymm = (xcr0 & 0x6) == 0x6;     // SSE + AVX state
+  const bool os_zmm = (xcr0 & 0xe6) == 0xe6;   // + opmask, ZMM0-15 high, ZMM16-31
+  switch (isa) {
+    case ActIsa::scalar: return true;
+    case ActIsa::sse2: return cpu.sse2;
+    case ActIsa::avx2_fma: return cpu.fma3_avx2 && os_ymm;
+    // Its TU is also built with -mavx2 -mfma, so it needs those too.
+    case ActIsa::avx512:
+      return cpu.avx512f && cpu.avx512cd && cpu.avx512dq && cpu.avx512bw && cpu.fma3_avx2 &&
+             os_ymm && os_zmm;
+  }
+  return false;
+}
+#else
+bool detect(ActIsa isa) noexcept { return isa == ActIsa::scalar; }
+#endif
+
+}  // namespace
+
+const char* act_isa_name(ActIsa isa) noexcept {
+  switch (isa) {
+    case ActIsa::scalar: return "scalar";
+    case ActIsa::sse2: return "sse2";
+    case ActIsa::avx2_fma: return "avx2_fma";
+    case ActIsa::avx512: return "avx512";
+  }
+  return "unknown";
+}
+
+bool act_isa_available(ActIsa isa) noexcept {
+  static const bool available[] = {detect(ActIsa::scalar), detect(ActIsa::sse2),
+                                   detect(ActIsa::avx2_fma), detect(ActIsa::avx512)};
+  const auto i = static_cast<unsigned>(isa);
+  return i < 4 && available[i];
+}
+
+ActIsa best_act_isa() noexcept {
+#if SWIGLU_ACT_X86
+  for (ActIsa isa : {ActIsa::avx512, ActIsa::avx2_fma, ActIsa::sse2})
+    if (act_isa_available(isa)) return isa;
+#endif
+  return ActIsa::scalar;
+}
+
+}  // namespace swiglu::detail

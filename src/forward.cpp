@@ -103,9 +103,18 @@ struct Chunk {
         return {t, phase.columns.begin(j), phase.columns.size(j), w.tile.data()};
     }
 
+    // int8 quantises act per token, which needs the whole row: when one
+    // gate|up tile spans all of f (small blocks, e.g. glass), the task that
+    // computes a row quantises it while it is in L1; otherwise a separate
+    // step does, after every gate|up task of the chunk.
+    bool act_quantized_in_gate_up() const {
+        return block.storage == Dtype::int8 && block.gate_up.columns.count == 1;
+    }
+
     void gate_up(std::int64_t task, int worker) {
         const Phase& phase = block.gate_up;
         const auto [t, c0, width, tile] = matmul(0, task, worker);
+        const bool quantize_here = act_quantized_in_gate_up();
         for (std::int64_t r = 0; r < t.height(); ++r) {
             const std::int64_t row = t.row0 + r;
             float* g = tile + r * 2 * width;  // [gate | up] of this row
@@ -117,24 +126,33 @@ struct Chunk {
                 copy_rows(g, 0, trace->gate + row * block.f + c0, 0, 1, width);
                 copy_rows(g + width, 0, trace->up + row * block.f + c0, 0, 1, width);
             }
-            // SiLU(gate) * up in f32, while the tile is in L1/L2.
-            float* act = block.storage == Dtype::bf16 ? g : ws.act.data() + row * block.f + c0;
+            // SiLU(gate) * up in f32, while the tile is in L1/L2; in place
+            // when it is converted right here.
+            float* act = block.storage == Dtype::bf16 || quantize_here
+                             ? g
+                             : ws.act.data() + row * block.f + c0;
             silu_mul(g, g + width, act, static_cast<std::size_t>(width));
             if (emulated_bf16()) round_to_bf16(act, act, static_cast<std::size_t>(width));
             if (traced) copy_rows(act, 0, trace->act + row * block.f + c0, 0, 1, width);
             if (block.storage == Dtype::bf16)
                 to_bf16(act, reinterpret_cast<std::uint16_t*>(ws.act_lp.data()) + row * block.f + c0,
                         static_cast<std::size_t>(width));
+            if (quantize_here) quantize_act_row(row, act);
         }
     }
 
-    // int8: act rows to s8, one scale per token (needs the whole row, so
-    // after every gate|up task of the chunk).
-    void quantize_act(std::int64_t row, int) {
+    void quantize_act_row(std::int64_t row, const float* act) {
         ws.act_scale.data()[row] = quantize_row(
-            ws.act.data() + row * block.f,
-            reinterpret_cast<std::int8_t*>(ws.act_lp.data()) + row * block.f,
+            act, reinterpret_cast<std::int8_t*>(ws.act_lp.data()) + row * block.f,
             static_cast<std::size_t>(block.f));
+    }
+
+    // The separate step: one task per row tile, so that threads don't write
+    // neighbouring rows' scales and bytes (shared cache lines).
+    void quantize_act(std::int64_t task, int) {
+        const RowTile& t = tiles[task];
+        for (std::int64_t row = t.row0; row < t.row0 + t.height(); ++row)
+            quantize_act_row(row, ws.act.data() + row * block.f);
     }
 
     void down(std::int64_t task, int worker) {
@@ -190,10 +208,8 @@ void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const 
                               ? pool
                               : nullptr;
         chunk.run<&Chunk::gate_up>(use, chunk.row_tiles * block.gate_up.columns.count);
-        if (block.storage == Dtype::int8) {
-            const RowTile& last = chunk.tiles[chunk.row_tiles - 1];
-            chunk.run<&Chunk::quantize_act>(use, last.row0 + last.height());
-        }
+        if (block.storage == Dtype::int8 && !chunk.act_quantized_in_gate_up())
+            chunk.run<&Chunk::quantize_act>(use, chunk.row_tiles);
         chunk.run<&Chunk::down>(use, chunk.row_tiles * block.down.columns.count);
     }
 }

@@ -674,6 +674,18 @@ const MachineProbe& run_machine_probe(int threads_default) {
     return g_probe;
 }
 
+std::map<int, double> probe_dram_again() {
+    std::map<int, double> out;
+    if (!g_probe.measured) return out;
+    const Kernels k = pick_kernels();
+    ReadBuffer buf;
+    make_read_buffer(buf, std::size_t(1) << 30, g_probe.threads.back());
+    if (!buf.data) return out;
+    for (int round = 0; round < 3; ++round)
+        for (int t : g_probe.threads) out[t] = std::max(out[t], measure_dram(k, buf, t, 1));
+    return out;
+}
+
 void add_probe_context(const MachineProbe& p) {
     benchmark::AddCustomContext("cpu_model", p.cpu_model);
     benchmark::AddCustomContext("probe_isa", p.isa);

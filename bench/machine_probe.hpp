@@ -48,6 +48,12 @@ const MachineProbe& machine();
 // threads (the latter when it is > 2). Takes about 2-4 s.
 const MachineProbe& run_machine_probe(int threads_default);
 
+// DRAM read bandwidth again, for the thread counts of the first probe (best
+// of 3 passes each), so that a run can say what the host's bandwidth was
+// after its benchmarks too: it swings with other tenants. Empty if the
+// first probe did not run or the buffer could not be allocated.
+std::map<int, double> probe_dram_again();
+
 // Adds the probe values to Google Benchmark's context (console and JSON).
 void add_probe_context(const MachineProbe& probe);
 

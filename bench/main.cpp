@@ -9,12 +9,14 @@
 // The machine probe (peak f32/bf16/int8 rates, DRAM bandwidth) runs first;
 // its values go into the benchmark context (console and JSON) and into the
 // roofline counters. After the benchmarks a summary pairs each ffn row with its
-// baseline row (to stderr when the output format is not console, so JSON
-// on stdout stays valid).
+// baseline row, and shows the 1-token rows' GB/s against the DRAM bandwidth
+// probed before and again after the benchmarks (to stderr when the output
+// format is not console, so JSON on stdout stays valid).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -61,7 +63,9 @@ public:
 
     bool console() const { return dynamic_cast<benchmark::ConsoleReporter*>(inner_) != nullptr; }
 
-    void print_summary(std::FILE* out) const {
+    // `dram_after`: the DRAM probe repeated after the benchmarks (may be
+    // empty); 1-token rows are then shown against both probes.
+    void print_summary(std::FILE* out, const std::map<int, double>& dram_after) const {
         std::vector<std::pair<int, const std::string*>> order;
         for (const auto& [key, row] : rows_)
             if (row.ffn.n && row.base.n) order.emplace_back(row.order, &key);
@@ -77,12 +81,45 @@ public:
                          f * 1e-3, b * 1e-3, b / f, row.ffn.roof / row.ffn.n,
                          row.base.roof / row.base.n);
         }
+        print_decode(out, order, dram_after);
         std::fflush(out);
+    }
+
+    // 1-token rows stream the weights once: their GB/s against the DRAM read
+    // bandwidth probed before the benchmarks (what roofline_pct uses) and
+    // after them.
+    void print_decode(std::FILE* out, const std::vector<std::pair<int, const std::string*>>& order,
+                      const std::map<int, double>& dram_after) const {
+        const swiglu_bench::MachineProbe& probe = swiglu_bench::machine();
+        bool header = false;
+        for (const auto& [o, key] : order) {
+            const std::size_t m = key->find("/M:1/T:");
+            if (m == std::string::npos) continue;
+            const int threads = std::atoi(key->c_str() + m + 7);
+            const Row& row = rows_.at(*key);
+            const double gbs = row.ffn.gbs / row.ffn.n;
+            const double before = probe.dram(threads);
+            const auto after = dram_after.find(threads);
+            if (!header) {
+                std::fprintf(out, "\n1-token rows vs DRAM read bandwidth probed before and after\n");
+                std::fprintf(out, "%-26s %8s %10s %9s %10s %9s\n", "shape/dtype/M/T", "ffn_GB/s",
+                             "before_GB/s", "%before", "after_GB/s", "%after");
+                header = true;
+            }
+            if (after == dram_after.end() || before <= 0) {
+                std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10s %9s\n", key->c_str(), gbs, before,
+                             before > 0 ? 100 * gbs / before : 0.0, "-", "-");
+            } else {
+                std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10.1f %9.1f\n", key->c_str(), gbs,
+                             before, 100 * gbs / before, after->second,
+                             100 * gbs / after->second);
+            }
+        }
     }
 
 private:
     struct Acc {
-        double ns = 0, roof = 0;
+        double ns = 0, roof = 0, gbs = 0;
         int n = 0;
     };
     struct Row {
@@ -103,6 +140,7 @@ private:
         acc.ns += it->second.value;
         if (auto rp = r.counters.find("roofline_pct"); rp != r.counters.end())
             acc.roof += rp->second.value;
+        if (auto g = r.counters.find("GBs"); g != r.counters.end()) acc.gbs += g->second.value;
         acc.n += 1;
     }
 
@@ -268,7 +306,7 @@ int main(int argc, char** argv) {
         ForwardingReporter file(file_inner.get(), false);
         benchmark::RunSpecifiedBenchmarks(&display, &file);
     }
-    display.print_summary(display.console() ? stdout : stderr);
+    display.print_summary(display.console() ? stdout : stderr, swiglu_bench::probe_dram_again());
     benchmark::Shutdown();
     return 0;
 }

@@ -83,7 +83,7 @@ ConvertKernels convert_kernels(ActIsa isa) noexcept {
         case ActIsa::scalar:
             return {&to_bf16_scalar, &round_to_bf16_scalar, &quantize_row_scalar,
                     &dequantize_scalar};
-#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
+#if SWIGLU_ACT_X86
         case ActIsa::sse2: return convert_kernels_sse2();
         case ActIsa::avx2_fma: return convert_kernels_avx2_fma();
         case ActIsa::avx512: return convert_kernels_avx512();

@@ -103,18 +103,10 @@ struct Chunk {
         return {t, phase.columns.begin(j), phase.columns.size(j), w.tile.data()};
     }
 
-    // int8 quantises act per token, which needs the whole row: when one
-    // gate|up tile spans all of f (small blocks, e.g. glass), the task that
-    // computes a row quantises it while it is in L1; otherwise a separate
-    // step does, after every gate|up task of the chunk.
-    bool act_quantized_in_gate_up() const {
-        return block.storage == Dtype::int8 && block.gate_up.columns.count == 1;
-    }
-
     void gate_up(std::int64_t task, int worker) {
         const Phase& phase = block.gate_up;
         const auto [t, c0, width, tile] = matmul(0, task, worker);
-        const bool quantize_here = act_quantized_in_gate_up();
+        const bool quantize_here = block.act_quantized_in_gate_up();
         for (std::int64_t r = 0; r < t.height(); ++r) {
             const std::int64_t row = t.row0 + r;
             float* g = tile + r * 2 * width;  // [gate | up] of this row
@@ -208,7 +200,7 @@ void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const 
                               ? pool
                               : nullptr;
         chunk.run<&Chunk::gate_up>(use, chunk.row_tiles * block.gate_up.columns.count);
-        if (block.storage == Dtype::int8 && !chunk.act_quantized_in_gate_up())
+        if (block.storage == Dtype::int8 && !block.act_quantized_in_gate_up())
             chunk.run<&Chunk::quantize_act>(use, chunk.row_tiles);
         chunk.run<&Chunk::down>(use, chunk.row_tiles * block.down.columns.count);
     }

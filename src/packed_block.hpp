@@ -49,6 +49,13 @@ public:
     // act @ Wd, each tile's output copied from the thread's tile into y.
     Phase down;
     int min_bucket = 0;                // shortest row tile, see min_row_bucket()
+    // int8 quantises act per token, which needs the whole row: when one
+    // gate|up tile spans all of f (small blocks, e.g. glass), the task that
+    // computes a row quantises it while it is in L1 (no f32 act buffer);
+    // otherwise a separate step does, after every gate|up task of a chunk.
+    bool act_quantized_in_gate_up() const {
+        return storage == Dtype::int8 && gate_up.columns.count == 1;
+    }
     std::size_t scratchpad_bytes = 0;  // the largest any kernel needs
     std::string implementation;        // the oneDNN implementations, e.g. "brg:avx512_core"
 

@@ -37,7 +37,7 @@ Workspace::Workspace(const PackedBlock& block, int threads) {
             x_lp = AlignedBuffer<unsigned char>(elements(kChunkRows, d) * 2);
             break;
         case Dtype::int8:
-            act = AlignedBuffer<float>(elements(kChunkRows, f));
+            if (!block.act_quantized_in_gate_up()) act = AlignedBuffer<float>(elements(kChunkRows, f));
             act_lp = AlignedBuffer<unsigned char>(elements(kChunkRows, f));
             x_lp = AlignedBuffer<unsigned char>(elements(kChunkRows, d));
             x_scale = AlignedBuffer<float>(kChunkRows);

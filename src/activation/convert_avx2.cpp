@@ -11,7 +11,9 @@
 
 namespace swiglu::detail {
 
-ConvertKernels convert_kernels_avx2_fma() noexcept { return make_convert_kernels<xsimd::fma3<xsimd::avx2>>(); }
+ConvertKernels convert_kernels_avx2_fma() noexcept {
+  return make_convert_kernels<xsimd::fma3<xsimd::avx2>>();
+}
 
 }  // namespace swiglu::detail
 

@@ -2,15 +2,12 @@
 // flags: it only reads CPUID and XCR0.
 #include "activation/isa.hpp"
 
-#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
-#define SWIGLU_ACT_X86 1
+#if SWIGLU_ACT_X86
 #include <cpuid.h>
 
 #include <cstdint>
 
 #include <xsimd/xsimd.hpp>
-#else
-#define SWIGLU_ACT_X86 0
 #endif
 
 namespace swiglu::detail {

@@ -2,6 +2,13 @@
 // built for, and which of them this CPU and OS can run.
 #pragma once
 
+// The per-ISA kernels exist on x86 builds only; elsewhere the scalar code runs.
+#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
+#define SWIGLU_ACT_X86 1
+#else
+#define SWIGLU_ACT_X86 0
+#endif
+
 namespace swiglu::detail {
 
 enum class ActIsa { scalar, sse2, avx2_fma, avx512 };

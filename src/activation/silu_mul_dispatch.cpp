@@ -2,12 +2,6 @@
 // flags: it only hands out pointers to the per-ISA TUs.
 #include "activation/silu_mul.hpp"
 
-#if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
-#define SWIGLU_ACT_X86 1
-#else
-#define SWIGLU_ACT_X86 0
-#endif
-
 namespace swiglu::detail {
 
 namespace {

@@ -460,6 +460,12 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                 "bytes of the dtype (4, 2, 1 per weight) / time; speedup = baseline time / ffn "
                 "time\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
+    // The host's bandwidth swings: the M=1 rows' roof% uses the probe made
+    // before the profile; this one shows whether it held.
+    const std::map<int, double> after = probe_dram_again();
+    for (const auto& [t, gbs] : after)
+        std::printf("dram_read_gbs_%dt: %.1f before the profile, %.1f after it\n", t,
+                    probe.dram(t), gbs);
     std::printf("profile: %.0f s\n", std::chrono::duration<double>(Clock::now() - t_start).count());
     return 0;
 }

@@ -35,15 +35,43 @@ MatmulTypes types_of(Dtype dtype) {
     return {};
 }
 
+// The 64-row kernel with the packed weight layout oneDNN picks, except one
+// case: for f32 weights that stream from DRAM. oneDNN 2.6's brgemm picks
+// 64-column blocks (BA16a64b), but it streams 32-column blocks (BA16a32b)
+// faster at the few rows of a decode. Measured here (AMD EPYC, AVX-512), one
+// plain matmul on one thread, 4 rows: K 4096 x N 22016 25.7-27.1 GB/s (mean)
+// vs 22.9-23.7, K 11008 x N 8192 24.7-25.2 vs 23.4-23.6; the block, 1 thread:
+// llama7b at 1 token 24.3-27.6 vs 20.4-22.8 GB/s (p50), at 16 tokens 43.2 vs
+// 46.4-47.3 ms, at 64 and 512 tokens the same. Blocks that stay in cache
+// keep 64: they are compute-bound, where 32 is ~4 % slower (cyber, 64 and
+// 512 tokens). (bf16's 32-column blocks gained nothing on the mean; int8
+// streams at ~98 % of the probe already.)
+MatmulKernel make_top_kernel(std::int64_t k, std::int64_t n, const MatmulTypes& types,
+                             bool streamed) {
+    MatmulKernel chosen = make_matmul(kMaxRowTile, k, n, nullptr, types);
+    using tag = dnnl::memory::format_tag;
+    if (!streamed || types.weights != dt::f32 ||
+        chosen.weights != dnnl::memory::desc({k, n}, dt::f32, tag::BA16a64b))
+        return chosen;
+    const dnnl::memory::desc narrow({k, n}, dt::f32, tag::BA16a32b);
+    try {
+        MatmulKernel alternative = make_matmul(kMaxRowTile, k, n, &narrow, types);
+        if (alternative.implementation == chosen.implementation) return alternative;
+    } catch (const Error&) {
+        // Not offered for this shape: keep oneDNN's choice.
+    }
+    return chosen;
+}
+
 // Creates the kernels of `phase` for every row height and tile width; the
 // 64-row kernel picks the packed weight layout, the others must share it.
-void make_kernels(Phase& phase, int min_bucket, const MatmulTypes& types) {
+void make_kernels(Phase& phase, int min_bucket, const MatmulTypes& types, bool streamed) {
     const std::int64_t widths[2] = {phase.columns.width, phase.columns.tail};
     for (int tail = 0; tail < 2; ++tail) {
         if (tail == 1 && phase.columns.tail == phase.columns.width) break;
         const std::int64_t n = widths[tail] * phase.outputs_per_column;
         MatmulKernel& top = phase.kernels[tail][kRowBuckets - 1];
-        top = make_matmul(kMaxRowTile, phase.k, n, nullptr, types);
+        top = make_top_kernel(phase.k, n, types, streamed);
         for (int b = min_bucket; b + 1 < kRowBuckets; ++b)
             phase.kernels[tail][b] =
                 make_matmul(std::int64_t{1} << b, phase.k, n, &top.weights, types);
@@ -99,12 +127,13 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
     down.columns = plan_columns(d, f * bytes_per_weight);
 
     min_bucket = min_row_bucket(3 * d * f * bytes_per_weight, dtype == Dtype::int8);
+    const bool streamed = weights_stream_from_dram(3 * d * f * bytes_per_weight);
     auto make_all = [&] {
         for (Phase* p : {&gate_up, &down})
             for (auto& row : p->kernels)
                 for (MatmulKernel& k : row) k = MatmulKernel{};
-        make_kernels(gate_up, min_bucket, types_of(storage));
-        make_kernels(down, min_bucket, types_of(storage));
+        make_kernels(gate_up, min_bucket, types_of(storage), streamed);
+        make_kernels(down, min_bucket, types_of(storage), streamed);
     };
     if (dtype == Dtype::bf16) {
         // No bf16 matmul on this CPU (oneDNN 2.6 needs AVX-512; with only

@@ -28,9 +28,13 @@ ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
     return t;
 }
 
-int min_row_bucket(std::int64_t weight_bytes, bool int8) {
+bool weights_stream_from_dram(std::int64_t weight_bytes) {
     constexpr std::int64_t kCacheResident = std::int64_t{8} << 20;
-    return weight_bytes > kCacheResident && !int8 ? 2 : 0;
+    return weight_bytes > kCacheResident;
+}
+
+int min_row_bucket(std::int64_t weight_bytes, bool int8) {
+    return weights_stream_from_dram(weight_bytes) && !int8 ? 2 : 0;
 }
 
 int max_row_bucket(std::int64_t rows, bool single_column_tile) {

@@ -61,6 +61,11 @@ struct RowTile {
 // 11 us).
 int min_row_bucket(std::int64_t weight_bytes, bool int8);
 
+// Whether a block's weights (all three matrices, packed) are too big to stay
+// in this machine's caches between calls (over 8 MiB), so that every call
+// streams them from DRAM.
+bool weights_stream_from_dram(std::int64_t weight_bytes);
+
 // The tallest row tile for a chunk of `rows` rows. A block with a single
 // column tile in some phase (small d or f, e.g. glass) has only row tiles to
 // spread over threads, so its tiles are cut to about rows / 4 (at least 8:

@@ -23,7 +23,8 @@ struct ColumnTiling {
 
 // Tiles whose weight slice is at most about `tile_bytes` (so it stays in a
 // core's L2 while a row tile runs over it), widths a multiple of 64 columns
-// (oneDNN's f32 weight block), as few tiles as that allows: each tile is one
+// (oneDNN's f32 weight block: 64 columns, or 32 in packed_block.cpp's
+// choice for streamed blocks), as few tiles as that allows: each tile is one
 // primitive execution, which costs ~0.3 us whatever its size.
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
                           std::int64_t tile_bytes = std::int64_t{1} << 20);

@@ -185,14 +185,13 @@ struct Chunk {
 void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const float* x,
                float* y, std::int64_t rows, const TraceSink* trace) {
     const std::int64_t d = block.d, f = block.f;
-    const bool single_column_tile =
-        block.gate_up.columns.count == 1 || block.down.columns.count == 1;
+    const std::int64_t column_tiles = std::min(block.gate_up.columns.count, block.down.columns.count);
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
         TraceSink chunk_trace;
         if (trace) chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f, trace->act + m0 * f};
         Chunk chunk{block, ws, x + m0 * d, y + m0 * d, trace ? &chunk_trace : nullptr, {}, 0, {}, {}};
-        chunk.row_tiles = plan_rows(n, block.min_bucket, max_row_bucket(n, single_column_tile),
+        chunk.row_tiles = plan_rows(n, block.min_bucket, max_row_bucket(n, column_tiles),
                                     chunk.tiles);
         chunk.prepare_x(n);
 

@@ -37,11 +37,10 @@ int min_row_bucket(std::int64_t weight_bytes, bool int8) {
     return weights_stream_from_dram(weight_bytes) && !int8 ? 2 : 0;
 }
 
-int max_row_bucket(std::int64_t rows, bool single_column_tile) {
-    constexpr int kTop = kRowBuckets - 1;
-    if (!single_column_tile) return kTop;
-    int b = 3;  // 8 rows
-    while (b < kTop && (std::int64_t{2} << b) <= rows / 4) ++b;
+int max_row_bucket(std::int64_t rows, std::int64_t column_tiles) {
+    constexpr std::int64_t kMinTasks = 4;
+    int b = kRowBuckets - 1;
+    while (b > 3 && (rows >> b) * column_tiles < kMinTasks) --b;
     return b;
 }
 

@@ -40,7 +40,8 @@ inline constexpr std::int64_t kMaxRowTile = 64;
 // Tokens are processed in chunks of this many rows, so scratch memory does
 // not grow with the token count.
 inline constexpr std::int64_t kChunkRows = 256;
-// Enough for any chunk (see max_row_bucket: tiles are >= rows / 8 high).
+// Enough for any chunk: max_row_bucket leaves at most 7 full-height tiles,
+// and the rest of a chunk takes at most one tile per smaller height.
 inline constexpr int kMaxRowTilesPerChunk = 16;
 
 struct RowTile {
@@ -67,11 +68,16 @@ int min_row_bucket(std::int64_t weight_bytes, bool int8);
 // streams them from DRAM.
 bool weights_stream_from_dram(std::int64_t weight_bytes);
 
-// The tallest row tile for a chunk of `rows` rows. A block with a single
-// column tile in some phase (small d or f, e.g. glass) has only row tiles to
-// spread over threads, so its tiles are cut to about rows / 4 (at least 8:
-// brgemm's rate drops below that); others use 64-row tiles.
-int max_row_bucket(std::int64_t rows, bool single_column_tile);
+// The tallest row tile for a chunk of `rows` rows, for a block whose phases
+// have at least `column_tiles` column tiles each. A phase runs row tiles x
+// column tiles tasks; with few column tiles (small d or f: glass has 1,
+// cyber 2 or 3) 64-row tiles leave too few tasks to spread over threads
+// (cyber at 64 tokens: 3 and 2 tasks, 1.67x on 2 threads), so row tiles are
+// cut until there are >= 4 full-height tiles x column tiles, down to 8 rows
+// (brgemm's rate drops below that). The weight tiles of such blocks stay in
+// L2, where brgemm runs 16-64 rows at the same rate. Never depends on the
+// thread count, so results stay bit-identical for any thread count.
+int max_row_bucket(std::int64_t rows, std::int64_t column_tiles);
 
 // Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows, tiles between
 // 1 << min_bucket and 1 << max_bucket rows; returns how many.

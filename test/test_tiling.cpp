@@ -12,12 +12,12 @@ TEST_SUITE("tiling") {
 
 TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
     for (int min_bucket : {0, 2})
-    for (bool single : {false, true})
+    for (std::int64_t column_tiles : {1, 2, 3, 64})
     for (std::int64_t rows = 1; rows <= kChunkRows; ++rows) {
         CAPTURE(rows);
         CAPTURE(min_bucket);
-        CAPTURE(single);
-        const int max_bucket = max_row_bucket(rows, single);
+        CAPTURE(column_tiles);
+        const int max_bucket = max_row_bucket(rows, column_tiles);
         RowTile tiles[kMaxRowTilesPerChunk];
         const int n = plan_rows(rows, min_bucket, max_bucket, tiles);
         REQUIRE(n >= 1);
@@ -53,12 +53,17 @@ TEST_CASE("padding wastes little") {
     REQUIRE(plan_rows(1, 2, 6, tiles) == 1);
     CHECK(tiles[0].height() == 4);
     CHECK(tiles[0].rows == 1);
-    // A single-column-tile block (glass) splits rows so threads have work.
-    CHECK(max_row_bucket(16, true) == 3);
-    CHECK(max_row_bucket(64, true) == 4);
-    CHECK(max_row_bucket(256, true) == 6);
-    CHECK(max_row_bucket(16, false) == 6);
-    REQUIRE(plan_rows(16, 0, max_row_bucket(16, true), tiles) == 2);
+    // Blocks with few column tiles (glass 1, cyber 2) split rows so that
+    // threads have work: >= 4 full-height row tiles x column tiles.
+    CHECK(max_row_bucket(16, 1) == 3);
+    CHECK(max_row_bucket(64, 1) == 4);
+    CHECK(max_row_bucket(256, 1) == 6);
+    CHECK(max_row_bucket(16, 2) == 3);
+    CHECK(max_row_bucket(64, 2) == 5);
+    CHECK(max_row_bucket(256, 2) == 6);
+    CHECK(max_row_bucket(16, 64) == 4);
+    CHECK(max_row_bucket(256, 64) == 6);
+    REQUIRE(plan_rows(16, 0, max_row_bucket(16, 1), tiles) == 2);
     // Streamed weights get 4-row tiles at least, cache-resident ones 1-row.
     CHECK(min_row_bucket(3 * 4096 * 11008 * 4, false) == 2);
     CHECK(min_row_bucket(3 * 128 * 341 * 4, false) == 0);

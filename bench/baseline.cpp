@@ -212,19 +212,29 @@ void Baseline::forward(const float* x, float* y) {
     }
 }
 
-void Baseline::forward_f32(const float* x, float* y) {
-    x_mem_.set_data_handle(const_cast<float*>(x));
-    y_mem_.set_data_handle(y);
-
+// x (in x_mem_'s dtype) @ W_gate and @ W_up into gate_mem_, up_mem_.
+void Baseline::gate_and_up() {
     up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.gate},
                              {DNNL_ARG_DST, gate_mem_}});
     up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.up},
                              {DNNL_ARG_DST, up_mem_}});
     stream_.wait();
-    swiglu::detail::silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
+}
+
+// act (in act_mem_'s dtype) @ W_down into y_mem_.
+void Baseline::down() {
     down_mm_.execute(stream_, {{DNNL_ARG_SRC, act_mem_}, {DNNL_ARG_WEIGHTS, packed_.down},
                                {DNNL_ARG_DST, y_mem_}});
     stream_.wait();
+}
+
+void Baseline::forward_f32(const float* x, float* y) {
+    x_mem_.set_data_handle(const_cast<float*>(x));
+    y_mem_.set_data_handle(y);
+
+    gate_and_up();
+    swiglu::detail::silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
+    down();
 }
 
 void Baseline::forward_bf16(const float* x, float* y) {
@@ -232,16 +242,10 @@ void Baseline::forward_bf16(const float* x, float* y) {
     y_mem_.set_data_handle(y);
 
     x_cvt_.execute(stream_, x_f32_mem_, x_mem_);
-    up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.gate},
-                             {DNNL_ARG_DST, gate_mem_}});
-    up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.up},
-                             {DNNL_ARG_DST, up_mem_}});
-    stream_.wait();
+    gate_and_up();
     swiglu::detail::silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
     act_cvt_.execute(stream_, act_f32_mem_, act_mem_);
-    down_mm_.execute(stream_, {{DNNL_ARG_SRC, act_mem_}, {DNNL_ARG_WEIGHTS, packed_.down},
-                               {DNNL_ARG_DST, y_mem_}});
-    stream_.wait();
+    down();
 }
 
 void Baseline::forward_int8(const float* x, float* y) {
@@ -251,11 +255,7 @@ void Baseline::forward_int8(const float* x, float* y) {
     for (std::size_t r = 0; r < std::size_t(m_); ++r)
         x_scale_[r] = quantize(x + r * d, xq + r * d, d);
 
-    up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.gate},
-                             {DNNL_ARG_DST, gate_mem_}});
-    up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.up},
-                             {DNNL_ARG_DST, up_mem_}});
-    stream_.wait();
+    gate_and_up();
     const float* gs = packed_.gate_scale.data();
     const float* us = packed_.up_scale.data();
     for (std::size_t r = 0; r < std::size_t(m_); ++r) {
@@ -268,9 +268,7 @@ void Baseline::forward_int8(const float* x, float* y) {
     swiglu::detail::silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
     for (std::size_t r = 0; r < std::size_t(m_); ++r)
         act_scale_[r] = quantize(act_.data() + r * f, aq + r * f, f);
-    down_mm_.execute(stream_, {{DNNL_ARG_SRC, act_mem_}, {DNNL_ARG_WEIGHTS, packed_.down},
-                               {DNNL_ARG_DST, y_mem_}});
-    stream_.wait();
+    down();
     const float* ds = packed_.down_scale.data();
     for (std::size_t r = 0; r < std::size_t(m_); ++r) {
         const float s = act_scale_[r];

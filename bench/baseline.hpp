@@ -59,6 +59,8 @@ public:
     std::string implementation() const;
 
 private:
+    void gate_and_up();
+    void down();
     void forward_f32(const float* x, float* y);
     void forward_bf16(const float* x, float* y);
     void forward_int8(const float* x, float* y);

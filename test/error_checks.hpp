@@ -32,6 +32,24 @@ void expect_error(F&& f, Status status, const std::string& needle) {
     expect_error(std::forward<F>(f), status, {needle});
 }
 
+// The message of the swiglu::Error that `f` throws, after checking its
+// status; "" (and a failed check) if it throws none.
+template <class F>
+std::string error_message(F&& f, Status status = Status::invalid_argument) {
+    try {
+        f();
+    } catch (const Error& e) {
+        CHECK(e.status() == status);
+        return e.what();
+    }
+    FAIL_CHECK("no error thrown");
+    return "";
+}
+
+inline bool contains(const std::string& haystack, const std::string& needle) {
+    return haystack.find(needle) != std::string::npos;
+}
+
 inline swiglu_weight c_weight(const WeightView& w) {
     return {w.data, w.rows, w.cols,
             w.layout == Layout::out_in ? SWIGLU_LAYOUT_OUT_IN : SWIGLU_LAYOUT_IN_OUT};

@@ -13,9 +13,11 @@
 
 #include "reference.hpp"
 #include "safetensors.hpp"
+#include "error_checks.hpp"
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;
+using swiglu::test::contains;
 using swiglu::test::RandomBlock;
 using swiglu::test::TensorSpec;
 namespace t = swiglu::test;
@@ -104,18 +106,7 @@ std::string write(const std::vector<TensorSpec>& tensors, const std::string& met
 // The error load_weights throws for `path` (a failed check if none).
 std::string load_error(const std::string& path, const WeightSelector& selector = {},
                        Status status = Status::invalid_argument) {
-    try {
-        load_weights(path, selector);
-    } catch (const Error& e) {
-        CHECK(e.status() == status);
-        return e.what();
-    }
-    FAIL_CHECK("loaded");
-    return "";
-}
-
-bool contains(const std::string& haystack, const std::string& needle) {
-    return haystack.find(needle) != std::string::npos;
+    return t::error_message([&] { load_weights(path, selector); }, status);
 }
 
 // `path` is evaluated once (it may write a fresh file).

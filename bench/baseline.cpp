@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "activation/silu_mul.hpp"
+#include "convert.hpp"
 
 namespace swiglu_bench {
 namespace {
@@ -36,18 +37,13 @@ void fill_uniform(float* p, std::size_t n, std::uint64_t seed, float scale) {
     }
 }
 
-// Symmetric quantization of n values to s8: scale = max|v| / 127 (0 for an
-// all-zero row), q = round(v / scale) to nearest even. Returns the scale.
+// Symmetric quantization of n values to s8 (scale = max|v| / 127, q =
+// round(v / scale) to nearest even): the library's plain scalar version, so
+// the baseline quantises as a straightforward loop would and matches ours.
 float quantize(const float* v, std::int8_t* q, std::size_t n) {
-    float peak = 0.0f;
-    for (std::size_t i = 0; i < n; ++i) peak = std::max(peak, std::fabs(v[i]));
-    if (peak == 0.0f) {
-        std::fill(q, q + n, std::int8_t{0});
-        return 0.0f;
-    }
-    const float inv = 127.0f / peak;
-    for (std::size_t i = 0; i < n; ++i) q[i] = static_cast<std::int8_t>(std::nearbyint(v[i] * inv));
-    return peak / 127.0f;
+    static const auto scalar =
+        swiglu::detail::convert_kernels(swiglu::detail::ActIsa::scalar).quantize_row;
+    return scalar(v, q, n);
 }
 
 // The packed copy of one (out, in) weight matrix in the layout `want`

@@ -18,8 +18,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
-#include <fstream>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -30,24 +28,12 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "process_memory.hpp"
+
 namespace {
 
-long status_kib(const char* field) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    const std::size_t n = std::strlen(field);
-    while (std::getline(in, line))
-        if (line.compare(0, n, field) == 0 && line.size() > n && line[n] == ':')
-            return std::stol(line.substr(n + 1));
-    return -1;
-}
-
-bool reset_peak() {
-    std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
-    if (!f) return false;
-    const bool ok = std::fputs("5", f) >= 0;
-    return std::fclose(f) == 0 && ok;
-}
+using swiglu_memory::reset_peak;
+using swiglu_memory::status_kib;
 
 double mib(long kib) { return kib / 1024.0; }
 

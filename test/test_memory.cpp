@@ -22,6 +22,8 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "process_memory.hpp"
+
 #include "reference.hpp"
 
 using namespace swiglu;
@@ -39,22 +41,8 @@ using namespace swiglu;
 
 namespace {
 
-// A field of /proc/self/status in KiB ("VmRSS", "VmHWM"); -1 if absent.
-long status_kib(const std::string& field) {
-    std::ifstream in("/proc/self/status");
-    std::string line;
-    while (std::getline(in, line))
-        if (line.compare(0, field.size() + 1, field + ":") == 0) return std::stol(line.substr(field.size() + 1));
-    return -1;
-}
-
-// Sets the peak RSS to the current RSS; false where the kernel cannot.
-bool reset_peak() {
-    std::FILE* f = std::fopen("/proc/self/clear_refs", "w");
-    if (!f) return false;
-    const bool ok = std::fputs("5", f) >= 0;
-    return std::fclose(f) == 0 && ok;
-}
+using swiglu_memory::reset_peak;
+using swiglu_memory::status_kib;
 
 // How far RSS rose above its level at the start, at its peak during `f`, in KiB.
 template <class F>

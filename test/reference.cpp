@@ -69,6 +69,11 @@ std::vector<float> random_input(std::int64_t tokens, std::int64_t d, unsigned se
     return uniform(static_cast<std::size_t>(tokens * d), 1.0f, seed);
 }
 
+double f32_tolerance(std::int64_t d, std::int64_t f) {
+    const double u = std::ldexp(1.0, -24);
+    return 16 * u * (std::sqrt(double(d)) + std::sqrt(double(f))) + 1e-6;
+}
+
 double relative_error(const std::vector<float>& got, const std::vector<double>& ref) {
     double err = 0, scale = 0;
     for (std::size_t i = 0; i < ref.size(); ++i) {

@@ -37,6 +37,15 @@ float from_f16(std::uint16_t bits) {
     return static_cast<float>(h);
 }
 
+std::vector<float> rounded(const std::vector<float>& v, const std::string& dtype) {
+    std::vector<float> out;
+    for (float x : v)
+        out.push_back(dtype == "BF16" ? from_bf16(to_bf16(x))
+                      : dtype == "F16" ? from_f16(to_f16(x))
+                                       : x);
+    return out;
+}
+
 std::string tensor_bytes(const TensorSpec& t) {
     std::string data;
     for (float v : t.values) {

@@ -45,5 +45,7 @@ std::uint16_t to_bf16(float v);  // round to nearest even
 std::uint16_t to_f16(float v);   // round to nearest even
 float from_bf16(std::uint16_t h);
 float from_f16(std::uint16_t h);
+// `v` as a file of `dtype` ("F32", "BF16", "F16") stores it, read back as f32.
+std::vector<float> rounded(const std::vector<float>& v, const std::string& dtype);
 
 }  // namespace swiglu::test

@@ -20,16 +20,8 @@ using swiglu::test::RandomBlock;
 
 namespace {
 
-// f32 tolerance relative to max|y|. Each output is two dot products deep
-// (length d, then f); f32 rounding (u = 2^-24) accumulates like a random
-// walk, ~u sqrt(K) relative to the magnitudes summed, and the activation adds
-// ~3e-7. 16 u (sqrt(d) + sqrt(f)) leaves 4x or more over what is measured on
-// random data (see the MESSAGE in the sweep) while still catching any real
-// bug: a wrong tile, row or layout shows up as an O(1) error.
-double tolerance(std::int64_t d, std::int64_t f) {
-    const double u = std::ldexp(1.0, -24);
-    return 16 * u * (std::sqrt(double(d)) + std::sqrt(double(f))) + 1e-6;
-}
+// f32 error relative to max|y|: see test::f32_tolerance.
+double tolerance(std::int64_t d, std::int64_t f) { return test::f32_tolerance(d, f); }
 
 std::vector<float> run(const Ffn& ffn, const std::vector<float>& x, std::int64_t tokens) {
     std::vector<float> y(x.size(), NAN);

@@ -24,21 +24,7 @@ namespace t = swiglu::test;
 
 namespace {
 
-// As in test_block.cpp: f32 error relative to max|y|, ~u sqrt(K) per dot
-// product, with room to spare.
-double tolerance(std::int64_t d, std::int64_t f) {
-    const double u = std::ldexp(1.0, -24);
-    return 16 * u * (std::sqrt(double(d)) + std::sqrt(double(f))) + 1e-6;
-}
-
-std::vector<float> rounded(const std::vector<float>& v, const std::string& dtype) {
-    std::vector<float> out;
-    for (float x : v)
-        out.push_back(dtype == "BF16" ? t::from_bf16(t::to_bf16(x))
-                      : dtype == "F16" ? t::from_f16(t::to_f16(x))
-                                       : x);
-    return out;
-}
+double tolerance(std::int64_t d, std::int64_t f) { return t::f32_tolerance(d, f); }
 
 std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
     a.insert(a.end(), b.begin(), b.end());
@@ -162,9 +148,9 @@ TEST_CASE("every scheme in every dtype round trips and matches the reference") {
                 CHECK(w.up_layout == s.layout);
                 CHECK(w.down_layout == s.layout);
                 // Exact: F32 as written, BF16/F16 as the writer rounded them.
-                CHECK(w.gate == rounded(b.gate, dtype));
-                CHECK(w.up == rounded(b.up, dtype));
-                CHECK(w.down == rounded(b.down, dtype));
+                CHECK(w.gate == t::rounded(b.gate, dtype));
+                CHECK(w.up == t::rounded(b.up, dtype));
+                CHECK(w.down == t::rounded(b.down, dtype));
                 const WeightView g = w.gate_view();
                 CHECK(g.in_features() == d);
                 CHECK(g.out_features() == f);
@@ -195,8 +181,8 @@ TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
         const LoadedWeights w = load_weights(path, selector);
         CHECK(w.scheme == "hf-llama");
         CHECK(w.gate_name == "model.layers." + std::to_string(layer) + ".mlp.gate_proj.weight");
-        CHECK(w.gate == rounded(blocks[layer].gate, "BF16"));
-        CHECK(w.down == rounded(blocks[layer].down, "BF16"));
+        CHECK(w.gate == t::rounded(blocks[layer].gate, "BF16"));
+        CHECK(w.down == t::rounded(blocks[layer].down, "BF16"));
         check_forward(w, blocks[layer], path, selector);
     }
     CHECK_LOAD_FAILS(path, (WeightSelector{5, ""}),
@@ -215,8 +201,8 @@ TEST_CASE("phi3-merged layers are selected the same way") {
     CHECK_LOAD_FAILS(path, WeightSelector{}, "holds 2 layers");
     const LoadedWeights w = load_weights(path, {1, ""});
     CHECK(w.scheme == "phi3-merged");
-    CHECK(w.gate == rounded(b1.gate, "F16"));
-    CHECK(w.up == rounded(b1.up, "F16"));
+    CHECK(w.gate == t::rounded(b1.gate, "F16"));
+    CHECK(w.up == t::rounded(b1.up, "F16"));
 }
 
 TEST_CASE("a prefix selects the block in any scheme") {
@@ -248,9 +234,9 @@ TEST_CASE("a prefix selects the block in any scheme") {
         const LoadedWeights w = load_weights(path, selector);
         CHECK(w.scheme == c.scheme);
         CHECK(w.gate_name.compare(0, std::strlen(c.prefix), c.prefix) == 0);
-        CHECK(w.gate == rounded(c.block->gate, c.dtype));
-        CHECK(w.up == rounded(c.block->up, c.dtype));
-        CHECK(w.down == rounded(c.block->down, c.dtype));
+        CHECK(w.gate == t::rounded(c.block->gate, c.dtype));
+        CHECK(w.up == t::rounded(c.block->up, c.dtype));
+        CHECK(w.down == t::rounded(c.block->down, c.dtype));
         check_forward(w, *c.block, path, selector);
     }
     CHECK_LOAD_FAILS(path, (WeightSelector{-1, "blocks.9."}),
@@ -267,7 +253,7 @@ TEST_CASE("__metadata__ is skipped") {
     const std::string path = write(block_tensors(kHfLlama, b, "BF16"), R"({"format":"pt"})");
     const LoadedWeights w = load_weights(path);
     CHECK(w.scheme == "hf-llama");
-    CHECK(w.gate == rounded(b.gate, "BF16"));
+    CHECK(w.gate == t::rounded(b.gate, "BF16"));
 }
 
 TEST_CASE("unaligned tensors load: odd offsets from a 3-byte tensor and an odd-length BF16 one") {
@@ -283,8 +269,8 @@ TEST_CASE("unaligned tensors load: odd offsets from a 3-byte tensor and an odd-l
     const LoadedWeights w = load_weights(path);
     CHECK(w.scheme == "glassllm");
     CHECK(w.source_dtype == "mixed (gate BF16, up BF16, down F32)");
-    CHECK(w.gate == rounded(b.gate, "BF16"));
-    CHECK(w.up == rounded(b.up, "BF16"));
+    CHECK(w.gate == t::rounded(b.gate, "BF16"));
+    CHECK(w.up == t::rounded(b.up, "BF16"));
     CHECK(w.down == b.down);
     check_forward(w, b, path, {});
 }
@@ -296,8 +282,8 @@ TEST_CASE("mixed dtypes load, each converted") {
     tensors[1].dtype = "F16";
     const LoadedWeights w = load_weights(write(tensors));
     CHECK(w.source_dtype == "mixed (gate BF16, up F16, down F32)");
-    CHECK(w.gate == rounded(b.gate, "BF16"));
-    CHECK(w.up == rounded(b.up, "F16"));
+    CHECK(w.gate == t::rounded(b.gate, "BF16"));
+    CHECK(w.up == t::rounded(b.up, "F16"));
     CHECK(w.down == b.down);
 }
 

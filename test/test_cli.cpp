@@ -125,9 +125,7 @@ void write_npy(const std::string& path, const std::vector<float>& data,
     test::write_file(path, detail::npy_bytes(data.data(), shape));
 }
 
-double tolerance(std::int64_t d, std::int64_t f) {
-    return 16 * std::ldexp(1.0, -24) * (std::sqrt(double(d)) + std::sqrt(double(f))) + 1e-6;
-}
+double tolerance(std::int64_t d, std::int64_t f) { return test::f32_tolerance(d, f); }
 
 // y as the command wrote it must have `shape` and match the reference.
 void check_output(const std::string& path, const std::vector<float>& x,

@@ -84,15 +84,6 @@ std::string three_tensors(const std::string& metadata = "") {
                                 metadata);
 }
 
-std::vector<float> rounded(const std::vector<float>& v, const std::string& dtype) {
-    std::vector<float> out;
-    for (float x : v)
-        out.push_back(dtype == "BF16" ? t::from_bf16(t::to_bf16(x))
-                      : dtype == "F16" ? t::from_f16(t::to_f16(x))
-                                       : x);
-    return out;
-}
-
 void check_three_tensors(const SafetensorsFile& file) {
     REQUIRE(file.tensors().size() == 3);
     const TensorInfo* a = file.find("a");
@@ -115,8 +106,8 @@ void check_three_tensors(const SafetensorsFile& file) {
     CHECK(c->bytes == 4);
     CHECK(file.data_size() == 34);
     CHECK(file.to_f32(*a) == kA);
-    CHECK(file.to_f32(*b) == rounded(kB, "BF16"));
-    CHECK(file.to_f32(*c) == rounded(kC, "F16"));
+    CHECK(file.to_f32(*b) == t::rounded(kB, "BF16"));
+    CHECK(file.to_f32(*c) == t::rounded(kC, "F16"));
 }
 
 std::uint32_t bits_of(float v) {

@@ -1,10 +1,23 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages swiglu builds on, plus any named as
 # arguments, only those missing. Run as root (or with sudo) on a fresh machine.
+# Installs with --no-install-recommends, so every package a step needs is
+# named here, not left to a recommendation that a development machine happens
+# to have (.ci/run proves the list in a fresh Debian 12 minbase system):
+#   cmake make g++ gcc pkg-config   the build; gcc and pkg-config for the C consumer
+#                                   of the installed package (test/package)
+#   libdnnl-dev                     oneDNN 2.6, the matmuls
+#   ocl-icd-opencl-dev              OpenCL headers and loader: Debian's oneDNN CMake
+#                                   config requires them (only recommended by libdnnl-dev)
+#   libxsimd-dev                    the SIMD kernels
+#   nlohmann-json3-dev              safetensors headers are JSON
+#   libcli11-dev                    the `swiglu` command's options
+#   doctest-dev libbenchmark-dev    the tests and swiglu_bench
+#   python3                         the hostile-input corpus generator (tests, fuzzers)
 set -euo pipefail
 
-packages=(cmake make g++ pkg-config libdnnl-dev libxsimd-dev doctest-dev libbenchmark-dev
-          nlohmann-json3-dev libcli11-dev python3 "$@")
+packages=(cmake make g++ gcc pkg-config libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
+          nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev python3 "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -8,6 +8,18 @@ function(swiglu_require found package what)
   endif()
 endfunction()
 
+# Debian's oneDNN is built with an OpenCL GPU runtime, and its CMake config
+# does find_package(OpenCL REQUIRED), which fails with a message that names no
+# package. We never use the GPU, but the config must load: check first.
+find_file(swiglu_dnnl_config dnnl-config.cmake PATH_SUFFIXES
+          lib/${CMAKE_LIBRARY_ARCHITECTURE}/cmake/dnnl lib/cmake/dnnl lib64/cmake/dnnl)
+swiglu_require(swiglu_dnnl_config libdnnl-dev "oneDNN 2.6")
+file(STRINGS "${swiglu_dnnl_config}" swiglu_dnnl_ocl REGEX "set\\(DNNL_GPU_RUNTIME \"OCL\"\\)")
+if(swiglu_dnnl_ocl)
+  find_package(OpenCL QUIET)
+  swiglu_require(OpenCL_FOUND ocl-icd-opencl-dev "the OpenCL headers and loader (oneDNN's CMake config requires them)")
+endif()
+
 find_package(dnnl 2.6 CONFIG QUIET)
 swiglu_require(dnnl_FOUND libdnnl-dev "oneDNN 2.6")
 

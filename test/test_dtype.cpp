@@ -16,6 +16,7 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "capabilities.hpp"
 #include "convert.hpp"
 #include "reference.hpp"
 
@@ -145,6 +146,7 @@ TEST_CASE("bf16 matches its simulation tightly and fp64 within the format's erro
 }
 
 TEST_CASE("int8 matches its simulation tightly and fp64 within the format's error") {
+    if (!test::int8_supported()) return;  // refused here: see the refusal case below
     check_dtype(Dtype::int8, kInt8Simulated, kInt8Format);
 }
 
@@ -152,6 +154,7 @@ TEST_CASE("reduced precision: bit-identical for any thread count, chunks, in pla
     // 1100 x 700: int8 quantises act in a separate step (see kShapes).
     for (const auto& [d, f] : {std::pair<std::int64_t, std::int64_t>{384, 1024}, {1100, 700}})
     for (Dtype dtype : {Dtype::bf16, Dtype::int8}) {
+        if (dtype == Dtype::int8 && !test::int8_supported()) continue;
         RandomBlock b(d, f, Layout::out_in, 9);
         Ffn serial(b.gate_view(), b.up_view(), b.down_view(), Options{1, dtype});
         Ffn parallel(b.gate_view(), b.up_view(), b.down_view(), Options{3, dtype});
@@ -174,7 +177,7 @@ TEST_CASE("reduced precision: known values and what runs") {
     const float wg[3] = {-1, 0, 1}, wu[3] = {2, 3, 4}, ones[3] = {1, 1, 1};
     const float x = 1.0f;
     for (Dtype dtype : {Dtype::bf16, Dtype::int8}) {
-        if (dtype == Dtype::int8 && std::getenv("ONEDNN_MAX_CPU_ISA")) continue;
+        if (dtype == Dtype::int8 && !test::int8_supported()) continue;
         Ffn ffn(WeightView::in_out(wg, 1, 3), WeightView::in_out(wu, 1, 3),
                 WeightView::in_out(ones, 3, 1), Options{1, dtype});
         float y = 0;
@@ -200,6 +203,7 @@ TEST_CASE("reduced precision: known values and what runs") {
 }
 
 TEST_CASE("int8: a token holding NaN or inf gives NaN outputs for that token only") {
+    if (!test::int8_supported()) return;
     RandomBlock b(13, 29, Layout::out_in, 2);
     Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::int8});
     auto x = test::random_input(3, 13, 1);
@@ -212,7 +216,8 @@ TEST_CASE("int8: a token holding NaN or inf gives NaN outputs for that token onl
 }
 
 TEST_CASE("int8 is refused, not computed wrong, where oneDNN has no VNNI kernel") {
-    if (!std::getenv("ONEDNN_MAX_CPU_ISA")) return;  // only in the capped run
+    // On a CPU without VNNI, or in the run capped at AVX2.
+    if (test::int8_supported()) return;
     RandomBlock b(7, 13, Layout::out_in, 1);
     CHECK_THROWS_WITH_AS(Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::int8}),
                          doctest::Contains("int8 needs a CPU with AVX512-VNNI"), Error);

@@ -1,0 +1,23 @@
+// What this CPU lets oneDNN run, judged by oneDNN itself (so it follows
+// ONEDNN_MAX_CPU_ISA), not by the library under test: a library that wrongly
+// refused int8 on a VNNI machine would still fail the tests.
+#pragma once
+
+#include <oneapi/dnnl/dnnl.hpp>
+
+namespace swiglu::test {
+
+// int8 runs only on oneDNN's VNNI brgemm kernels (AVX512-VNNI and later);
+// elsewhere Ffn refuses Dtype::int8 with Status::unsupported (the README).
+inline bool int8_supported() {
+    switch (dnnl::get_effective_cpu_isa()) {
+        case dnnl::cpu_isa::avx512_core_vnni:
+        case dnnl::cpu_isa::avx512_core_bf16:
+        case dnnl::cpu_isa::avx512_core_amx:
+            return true;
+        default:
+            return false;
+    }
+}
+
+}  // namespace swiglu::test

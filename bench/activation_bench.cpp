@@ -10,12 +10,12 @@
 
 #include <benchmark/benchmark.h>
 
-#include "activation/silu_mul.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace {
 
-using swiglu::detail::ActIsa;
-using swiglu::detail::SiluMulFn;
+using swiglu::detail::Isa;
+using SiluMulFn = decltype(swiglu::detail::KernelTable::silu_mul);
 
 void silu_mul_bench(benchmark::State& state, SiluMulFn fn, std::size_t n) {
   std::vector<float> gate(n), up(n), out(n);
@@ -41,12 +41,12 @@ void silu_mul_bench(benchmark::State& state, SiluMulFn fn, std::size_t n) {
 }
 
 const bool registered = [] {
-  for (ActIsa isa : {ActIsa::scalar, ActIsa::sse2, ActIsa::avx2_fma, ActIsa::avx512}) {
-    const SiluMulFn fn = swiglu::detail::silu_mul_kernel(isa);
-    if (fn == nullptr || !swiglu::detail::act_isa_available(isa)) continue;
+  for (Isa isa : swiglu::detail::kIsas) {
+    const SiluMulFn fn = swiglu::detail::kernel_table(isa).silu_mul;
+    if (fn == nullptr || !swiglu::detail::isa_available(isa)) continue;
     for (std::size_t n : {341, 4096, 11008, 65536}) {
       const std::string name = std::string("activation/silu_mul/") +
-                               swiglu::detail::act_isa_name(isa) + "/n:" + std::to_string(n);
+                               swiglu::detail::isa_name(isa) + "/n:" + std::to_string(n);
       benchmark::RegisterBenchmark(name.c_str(), silu_mul_bench, fn, n);
     }
   }

@@ -5,8 +5,9 @@
 #include <algorithm>
 #include <cmath>
 
-#include "activation/silu_mul.hpp"
-#include "convert.hpp"
+#include "kernels/f32_silu_mul.hpp"
+#include "kernels/convert.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace swiglu_bench {
 namespace {
@@ -42,7 +43,7 @@ void fill_uniform(float* p, std::size_t n, std::uint64_t seed, float scale) {
 // the baseline quantises as a straightforward loop would and matches ours.
 float quantize(const float* v, std::int8_t* q, std::size_t n) {
     static const auto scalar =
-        swiglu::detail::convert_kernels(swiglu::detail::ActIsa::scalar).quantize_row;
+        swiglu::detail::kernel_table(swiglu::detail::Isa::scalar).quantize_row;
     return scalar(v, q, n);
 }
 
@@ -229,7 +230,7 @@ void Baseline::forward_f32(const float* x, float* y) {
     y_mem_.set_data_handle(y);
 
     gate_and_up();
-    swiglu::detail::silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
+    swiglu::detail::f32_silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
     down();
 }
 
@@ -239,7 +240,7 @@ void Baseline::forward_bf16(const float* x, float* y) {
 
     x_cvt_.execute(stream_, x_f32_mem_, x_mem_);
     gate_and_up();
-    swiglu::detail::silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
+    swiglu::detail::f32_silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
     act_cvt_.execute(stream_, act_f32_mem_, act_mem_);
     down();
 }
@@ -261,7 +262,7 @@ void Baseline::forward_int8(const float* x, float* y) {
             up_[r * f + c] = float(up_acc_[r * f + c]) * (s * us[c]);
         }
     }
-    swiglu::detail::silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
+    swiglu::detail::f32_silu_mul_scalar(gate_.data(), up_.data(), act_.data(), gate_.size());
     for (std::size_t r = 0; r < std::size_t(m_); ++r)
         act_scale_[r] = quantize(act_.data() + r * f, aq + r * f, f);
     down();

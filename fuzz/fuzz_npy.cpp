@@ -14,7 +14,7 @@
 
 #include <swiglu/swiglu.hpp>
 
-#include "npy.hpp"
+#include "cli/npy.hpp"
 
 namespace {
 

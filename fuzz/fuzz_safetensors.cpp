@@ -18,7 +18,7 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
-#include "safetensors.hpp"
+#include "io/safetensors.hpp"
 
 namespace {
 

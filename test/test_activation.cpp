@@ -12,12 +12,13 @@
 
 #include <algorithm>
 
-#include "activation/silu_mul.hpp"
+#include "kernels/f32_silu_mul.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace {
 
-using swiglu::detail::ActIsa;
-using swiglu::detail::SiluMulFn;
+using swiglu::detail::Isa;
+using SiluMulFn = decltype(swiglu::detail::KernelTable::silu_mul);
 
 struct Kernel {
   std::string name;
@@ -27,10 +28,10 @@ struct Kernel {
 // Every kernel that can run here, plus the dispatched entry point.
 std::vector<Kernel> kernels_to_test() {
   std::vector<Kernel> ks;
-  for (ActIsa isa : {ActIsa::scalar, ActIsa::sse2, ActIsa::avx2_fma, ActIsa::avx512}) {
-    SiluMulFn fn = swiglu::detail::silu_mul_kernel(isa);
-    if (fn != nullptr && swiglu::detail::act_isa_available(isa))
-      ks.push_back({swiglu::detail::act_isa_name(isa), fn});
+  for (Isa isa : swiglu::detail::kIsas) {
+    SiluMulFn fn = swiglu::detail::kernel_table(isa).silu_mul;
+    if (fn != nullptr && swiglu::detail::isa_available(isa))
+      ks.push_back({swiglu::detail::isa_name(isa), fn});
   }
   ks.push_back({"silu_mul", &swiglu::detail::silu_mul});
   return ks;
@@ -142,20 +143,20 @@ TEST_CASE("the shift constant is exp(-S) rounded to float") {
 }
 
 TEST_CASE("dispatch picks the best available ISA and names it") {
-  CHECK(swiglu::detail::act_isa_available(ActIsa::scalar));
+  CHECK(swiglu::detail::isa_available(Isa::scalar));
 #if defined(__x86_64__)
-  CHECK(swiglu::detail::act_isa_available(ActIsa::sse2));
+  CHECK(swiglu::detail::isa_available(Isa::sse2));
 #endif
   std::string best = "scalar";
-  for (ActIsa isa : {ActIsa::sse2, ActIsa::avx2_fma, ActIsa::avx512})
-    if (swiglu::detail::silu_mul_kernel(isa) && swiglu::detail::act_isa_available(isa))
-      best = swiglu::detail::act_isa_name(isa);
-  CHECK(std::string(swiglu::detail::silu_mul_isa_name()) == best);
+  for (Isa isa : swiglu::detail::kIsas)
+    if (swiglu::detail::kernel_table(isa).silu_mul && swiglu::detail::isa_available(isa))
+      best = swiglu::detail::isa_name(isa);
+  CHECK(std::string(swiglu::detail::kernels_isa_name()) == best);
   // (doctest can't print a function pointer, so compare outside CHECK.)
   const bool scalar_is_scalar =
-      swiglu::detail::silu_mul_kernel(ActIsa::scalar) == &swiglu::detail::silu_mul_scalar;
+      swiglu::detail::kernel_table(Isa::scalar).silu_mul == &swiglu::detail::f32_silu_mul_scalar;
   CHECK(scalar_is_scalar);
-  MESSAGE("silu_mul runs " << std::string(swiglu::detail::silu_mul_isa_name()));
+  MESSAGE("silu_mul runs " << std::string(swiglu::detail::kernels_isa_name()));
 }
 
 TEST_CASE("known values") {

@@ -12,7 +12,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "reference.hpp"
-#include "safetensors.hpp"
+#include "io/safetensors.hpp"
 #include "error_checks.hpp"
 #include "safetensors_writer.hpp"
 

@@ -24,7 +24,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
-#include "npy.hpp"
+#include "cli/npy.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
 

@@ -13,24 +13,27 @@
 
 #include <doctest/doctest.h>
 
-#include "convert.hpp"
+#include "kernels/convert.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace {
 
-using swiglu::detail::ActIsa;
-using swiglu::detail::ConvertKernels;
+using swiglu::detail::Isa;
+using swiglu::detail::KernelTable;
 
-struct Isa {
+struct Table {
   std::string name;
-  ConvertKernels k;
+  KernelTable k;
 };
 
-std::vector<Isa> simd_isas() {
-  std::vector<Isa> out;
-  for (ActIsa isa : {ActIsa::sse2, ActIsa::avx2_fma, ActIsa::avx512}) {
-    const ConvertKernels k = swiglu::detail::convert_kernels(isa);
-    if (k.to_bf16 != nullptr && swiglu::detail::act_isa_available(isa))
-      out.push_back({swiglu::detail::act_isa_name(isa), k});
+// Every SIMD table this CPU runs (each is compared with the scalar one).
+std::vector<Table> simd_isas() {
+  std::vector<Table> out;
+  for (Isa isa : swiglu::detail::kIsas) {
+    if (isa == Isa::scalar) continue;
+    const KernelTable k = swiglu::detail::kernel_table(isa);
+    if (k.to_bf16 != nullptr && swiglu::detail::isa_available(isa))
+      out.push_back({swiglu::detail::isa_name(isa), k});
   }
   return out;
 }
@@ -95,7 +98,7 @@ const std::size_t kLengths[] = {0, 1, 2, 3, 7, 8, 13, 15, 16, 17, 31, 33, 63, 64
 TEST_SUITE("convert") {
 
 TEST_CASE("scalar reference: known values") {
-  const ConvertKernels ref = swiglu::detail::convert_kernels(ActIsa::scalar);
+  const KernelTable ref = swiglu::detail::kernel_table(Isa::scalar);
   const float in[] = {1.0f, from_bits(0x3F808000u), from_bits(0x3F818000u), FLT_MAX,
                       -std::numeric_limits<float>::infinity(), from_bits(0x7F800001u)};
   std::uint16_t h[6];
@@ -137,8 +140,8 @@ TEST_CASE("scalar reference: known values") {
 }
 
 TEST_CASE("every SIMD ISA gives the scalar bits: to_bf16 and round_to_bf16") {
-  const ConvertKernels ref = swiglu::detail::convert_kernels(ActIsa::scalar);
-  for (const Isa& isa : simd_isas()) {
+  const KernelTable ref = swiglu::detail::kernel_table(Isa::scalar);
+  for (const Table& isa : simd_isas()) {
     CAPTURE(isa.name);
     for (std::size_t n : kLengths) {
       CAPTURE(n);
@@ -165,8 +168,8 @@ TEST_CASE("every SIMD ISA gives the scalar bits: to_bf16 and round_to_bf16") {
 }
 
 TEST_CASE("every SIMD ISA gives the scalar bits: quantize_row") {
-  const ConvertKernels ref = swiglu::detail::convert_kernels(ActIsa::scalar);
-  for (const Isa& isa : simd_isas()) {
+  const KernelTable ref = swiglu::detail::kernel_table(Isa::scalar);
+  for (const Table& isa : simd_isas()) {
     CAPTURE(isa.name);
     for (std::size_t n : kLengths) {
       CAPTURE(n);
@@ -196,10 +199,10 @@ TEST_CASE("every SIMD ISA gives the scalar bits: quantize_row") {
 }
 
 TEST_CASE("every SIMD ISA gives the scalar bits: dequantize") {
-  const ConvertKernels ref = swiglu::detail::convert_kernels(ActIsa::scalar);
+  const KernelTable ref = swiglu::detail::kernel_table(Isa::scalar);
   std::mt19937 rng(3);
   std::uniform_int_distribution<std::int32_t> acc_value(-(1 << 24), 1 << 24);
-  for (const Isa& isa : simd_isas()) {
+  for (const Table& isa : simd_isas()) {
     CAPTURE(isa.name);
     for (std::size_t n : kLengths) {
       CAPTURE(n);
@@ -225,7 +228,7 @@ TEST_CASE("every SIMD ISA gives the scalar bits: dequantize") {
 }
 
 TEST_CASE("the entry points run the best ISA's kernels") {
-  const ConvertKernels best = swiglu::detail::convert_kernels(swiglu::detail::best_act_isa());
+  const KernelTable best = swiglu::detail::kernel_table(swiglu::detail::best_isa());
   const std::vector<float> in = test_values(341, 9);
   std::vector<std::uint16_t> a(341), b(341);
   swiglu::detail::to_bf16(in.data(), a.data(), in.size());
@@ -236,7 +239,7 @@ TEST_CASE("the entry points run the best ISA's kernels") {
   CHECK(swiglu::detail::quantize_row(row.data(), qa.data(), row.size()) ==
         best.quantize_row(row.data(), qb.data(), row.size()));
   CHECK(qa == qb);
-  MESSAGE("conversions run " << swiglu::detail::act_isa_name(swiglu::detail::best_act_isa()));
+  MESSAGE("conversions run " << swiglu::detail::isa_name(swiglu::detail::best_isa()));
 }
 
 }  // TEST_SUITE("convert")

@@ -17,7 +17,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
-#include "convert.hpp"
+#include "kernels/convert.hpp"
 #include "reference.hpp"
 
 using namespace swiglu;

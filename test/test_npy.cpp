@@ -11,7 +11,7 @@
 
 #include <swiglu/swiglu.hpp>
 
-#include "npy.hpp"
+#include "cli/npy.hpp"
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;

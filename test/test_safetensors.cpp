@@ -14,8 +14,8 @@
 
 #include <swiglu/swiglu.hpp>
 
-#include "half.hpp"
-#include "safetensors.hpp"
+#include "io/half.hpp"
+#include "io/safetensors.hpp"
 #include "error_checks.hpp"
 #include "safetensors_writer.hpp"
 

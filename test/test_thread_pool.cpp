@@ -10,7 +10,7 @@
 #include <atomic>
 #include <vector>
 
-#include "thread_pool.hpp"
+#include "core/thread_pool.hpp"
 
 using swiglu::detail::ThreadPool;
 

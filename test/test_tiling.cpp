@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "tiling.hpp"
+#include "core/tiling.hpp"
 
 using namespace swiglu::detail;
 

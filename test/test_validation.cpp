@@ -25,7 +25,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "error_checks.hpp"
-#include "npy.hpp"
+#include "cli/npy.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
 

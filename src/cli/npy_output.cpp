@@ -1,7 +1,7 @@
 #include "npy_output.hpp"
 
 #include "atomic_file.hpp"
-#include "npy.hpp"
+#include "cli/npy.hpp"
 
 namespace swiglu::cli {
 

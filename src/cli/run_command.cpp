@@ -7,7 +7,7 @@
 
 #include "atomic_file.hpp"
 #include "help_text.hpp"
-#include "npy.hpp"
+#include "cli/npy.hpp"
 #include "npy_output.hpp"
 #include "trace_output.hpp"
 

@@ -1,0 +1,261 @@
+// The public C++ API: validation, the thread pool, and leases on workspaces
+// so that several threads can run forward() on one Ffn at once.
+#include <swiglu/swiglu.hpp>
+
+#include <array>
+#include <atomic>
+#include <limits>
+#include <new>
+
+#include "kernels/f32_silu_mul.hpp"
+#include "core/cpu_info.hpp"
+#include "core/forward.hpp"
+#include "onednn/matmul.hpp"
+#include "core/packed_block.hpp"
+#include "core/thread_pool.hpp"
+#include "core/workspace.hpp"
+
+namespace swiglu {
+
+std::int64_t llama_hidden(std::int64_t d) {
+    if (d < 1 || d > std::numeric_limits<std::int64_t>::max() / 8)
+        throw Error(Status::invalid_argument,
+                    "llama_hidden: d must be in [1, 2^60] (got " + std::to_string(d) + ")");
+    return 8 * d / 3;
+}
+
+const char* dtype_name(Dtype dtype) noexcept {
+    switch (dtype) {
+        case Dtype::f32: return "f32";
+        case Dtype::bf16: return "bf16";
+        case Dtype::int8: return "int8";
+    }
+    return "unknown";
+}
+
+std::int64_t parameter_count(std::int64_t d, std::int64_t f) {
+    std::int64_t df = 0, n = 0;
+    if (d < 0 || f < 0 || __builtin_mul_overflow(d, f, &df) || __builtin_mul_overflow(df, 3, &n))
+        throw Error(Status::invalid_argument, "parameter_count: d = " + std::to_string(d) +
+                                                  ", f = " + std::to_string(f) +
+                                                  " must be >= 0 and 3 d f must fit in 64 bits");
+    return n;
+}
+
+namespace {
+
+// The largest thread count we accept: beyond this it is a mistake, not a machine.
+constexpr int kMaxThreads = 4096;
+
+[[noreturn]] void invalid(const std::string& message) {
+    throw Error(Status::invalid_argument, message);
+}
+
+std::string shape(const WeightView& w) {
+    return "(" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + ") " +
+           (w.layout == Layout::out_in ? "out_in" : "in_out");
+}
+
+void check_view(const char* name, const WeightView& w) {
+    const std::string who = std::string("Ffn: ") + name;
+    if (w.layout != Layout::out_in && w.layout != Layout::in_out)
+        invalid(who + ": layout must be Layout::out_in or Layout::in_out (got " +
+                std::to_string(static_cast<int>(w.layout)) + ")");
+    if (w.rows < 1 || w.cols < 1)
+        invalid(who + ": rows and cols must be >= 1 (got " + shape(w) + ")");
+    if (!w.data) invalid(who + ": data is null");
+}
+
+// Returns (d, f) after checking the three views agree and every size we will
+// compute with fits: 4 * 3 * d * f bytes must not overflow.
+void check_weights(const WeightView& gate, const WeightView& up, const WeightView& down) {
+    check_view("gate", gate);
+    check_view("up", up);
+    check_view("down", down);
+    const std::int64_t d = gate.in_features(), f = gate.out_features();
+    const std::string expect_df = "(in d = " + std::to_string(d) + ", out f = " + std::to_string(f) + ")";
+    if (up.in_features() != d || up.out_features() != f)
+        invalid("Ffn: up is " + shape(up) + ", must map like gate " + expect_df);
+    if (down.in_features() != f || down.out_features() != d)
+        invalid("Ffn: down is " + shape(down) + ", must map f -> d: (in " + std::to_string(f) +
+                ", out " + std::to_string(d) + ")");
+    std::int64_t bytes = 0;
+    if (__builtin_mul_overflow(d, f, &bytes) || __builtin_mul_overflow(bytes, 12, &bytes) ||
+        d > (std::int64_t{1} << 40) || f > (std::int64_t{1} << 40))
+        invalid("Ffn: d = " + std::to_string(d) + ", f = " + std::to_string(f) +
+                ": the weights' byte size overflows 64 bits");
+}
+
+void check_dtype(Dtype dtype) {
+    if (dtype != Dtype::f32 && dtype != Dtype::bf16 && dtype != Dtype::int8)
+        invalid("Ffn: options.dtype must be Dtype::f32, bf16 or int8 (got " +
+                std::to_string(static_cast<int>(dtype)) + ")");
+}
+
+int resolve_threads(int threads) {
+    if (threads == 0) return detail::available_cores();
+    if (threads < 0 || threads > kMaxThreads)
+        invalid("Ffn: options.threads must be 0 (all cores) or in [1, " +
+                std::to_string(kMaxThreads) + "] (got " + std::to_string(threads) + ")");
+    return threads;
+}
+
+}  // namespace
+
+namespace detail {
+
+class FfnImpl {
+public:
+    FfnImpl(const WeightView& gate, const WeightView& up, const WeightView& down, int threads,
+            Dtype dtype)
+        : block(gate, up, down, dtype),
+          pool(threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr),
+          threads(threads) {}
+
+    void forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace);
+
+    PackedBlock block;
+    std::unique_ptr<ThreadPool> pool;
+    int threads;
+
+private:
+    // Slot 0 drives the pool; a call that finds it taken runs on its own
+    // thread with the next free slot, so concurrent calls never share
+    // scratch and never wait on each other. Workspaces are made on a slot's
+    // first use and kept.
+    static constexpr int kSlots = 8;
+    struct Slot {
+        std::atomic<bool> busy{false};
+        std::unique_ptr<Workspace> workspace;
+    };
+    std::array<Slot, kSlots> slots_;
+};
+
+void FfnImpl::forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) {
+    OmpSerialScope serial;
+    for (int s = 0; s < kSlots; ++s) {
+        Slot& slot = slots_[static_cast<std::size_t>(s)];
+        if (slot.busy.exchange(true, std::memory_order_acquire)) continue;
+        struct Release {
+            Slot& slot;
+            ~Release() { slot.busy.store(false, std::memory_order_release); }
+        } release{slot};
+        const bool with_pool = s == 0 && pool;
+        if (!slot.workspace)
+            slot.workspace = std::make_unique<Workspace>(block, with_pool ? threads : 1);
+        run_block(block, *slot.workspace, with_pool ? pool.get() : nullptr, x, y, tokens, trace);
+        return;
+    }
+    // More concurrent callers than slots: this call pays for its own scratch.
+    Workspace own(block, 1);
+    run_block(block, own, nullptr, x, y, tokens, trace);
+}
+
+}  // namespace detail
+
+namespace {
+// Runs `f`, turning the exceptions of our dependencies into swiglu::Error.
+template <class F>
+auto guarded(const char* what, F&& f) -> decltype(f()) {
+    try {
+        return f();
+    } catch (const Error&) {
+        throw;
+    } catch (const dnnl::error& e) {
+        detail::rethrow_dnnl(e, what);
+    } catch (const std::bad_alloc&) {
+        throw Error(Status::out_of_memory, std::string(what) + ": out of memory");
+    } catch (const std::exception& e) {
+        throw Error(Status::internal, std::string(what) + ": " + e.what());
+    }
+}
+}  // namespace
+
+Ffn::Ffn(const WeightView& gate, const WeightView& up, const WeightView& down,
+         const Options& options) {
+    check_weights(gate, up, down);
+    check_dtype(options.dtype);
+    const int threads = resolve_threads(options.threads);
+    impl_ = guarded("Ffn", [&] {
+        return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype);
+    });
+}
+
+Ffn::~Ffn() = default;
+Ffn::Ffn(Ffn&&) noexcept = default;
+Ffn& Ffn::operator=(Ffn&&) noexcept = default;
+
+static const detail::FfnImpl& live(const std::unique_ptr<detail::FfnImpl>& impl) {
+    if (!impl) throw Error(Status::invalid_argument, "Ffn: used after being moved from");
+    return *impl;
+}
+
+std::int64_t Ffn::d() const { return live(impl_).block.d; }
+std::int64_t Ffn::f() const { return live(impl_).block.f; }
+int Ffn::threads() const { return live(impl_).threads; }
+
+Implementation Ffn::implementation() const {
+    const detail::FfnImpl& impl = live(impl_);
+    return {impl.block.dtype, impl.block.implementation, detail::kernels_isa_name(),
+            impl.threads};
+}
+
+namespace {
+// Checks a forward call's arguments; returns false when there is nothing to do.
+bool check_forward(const detail::FfnImpl& impl, const float* x, const float* y,
+                   std::int64_t tokens) {
+    const std::int64_t d = impl.block.d;
+    if (tokens < 0) invalid("forward: tokens must be >= 0 (got " + std::to_string(tokens) + ")");
+    if (tokens == 0) return false;
+    if (!x) invalid("forward: x is null");
+    if (!y) invalid("forward: y is null");
+    std::int64_t elems = 0;
+    if (__builtin_mul_overflow(tokens, d, &elems) ||
+        elems > std::numeric_limits<std::int64_t>::max() / std::int64_t{sizeof(float)})
+        invalid("forward: tokens * d = " + std::to_string(tokens) + " * " + std::to_string(d) +
+                " overflows");
+    const auto xa = reinterpret_cast<std::uintptr_t>(x), ya = reinterpret_cast<std::uintptr_t>(y);
+    const auto bytes = static_cast<std::uintptr_t>(elems) * sizeof(float);
+    if (xa != ya && xa < ya + bytes && ya < xa + bytes)
+        invalid("forward: x and y overlap; y must be x itself or a separate buffer");
+    return true;
+}
+}  // namespace
+
+void Ffn::forward(const float* x, float* y, std::int64_t tokens) const {
+    const detail::FfnImpl& impl = live(impl_);
+    if (!check_forward(impl, x, y, tokens)) return;
+    guarded("forward",
+            [&] { const_cast<detail::FfnImpl&>(impl).forward(x, y, tokens, nullptr); });
+}
+
+void Ffn::forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const {
+    const detail::FfnImpl& impl = live(impl_);
+    const bool work = check_forward(impl, x, y, tokens);
+    const auto f = static_cast<std::size_t>(impl.block.f), d = static_cast<std::size_t>(impl.block.d);
+    const auto m = static_cast<std::size_t>(tokens);
+    guarded("forward_traced", [&] {
+        trace.gate.assign(m * f, 0.0f);
+        trace.up.assign(m * f, 0.0f);
+        trace.act.assign(m * f, 0.0f);
+        if (!work) {
+            trace.down.clear();
+            return;
+        }
+        const detail::TraceSink sink{trace.gate.data(), trace.up.data(), trace.act.data()};
+        const_cast<detail::FfnImpl&>(impl).forward(x, y, tokens, &sink);
+        trace.down.assign(y, y + m * d);
+    });
+}
+
+void Ffn::forward(const float* x, float* y, std::int64_t batch, std::int64_t seq) const {
+    std::int64_t tokens = 0;
+    if (batch < 0 || seq < 0)
+        invalid("forward: batch and seq must be >= 0 (got " + std::to_string(batch) + ", " +
+                std::to_string(seq) + ")");
+    if (__builtin_mul_overflow(batch, seq, &tokens))
+        invalid("forward: batch * seq overflows");
+    forward(x, y, tokens);
+}
+
+}  // namespace swiglu

@@ -1,0 +1,73 @@
+#include "core/tiling.hpp"
+
+#include <algorithm>
+#include <cassert>
+
+namespace swiglu::detail {
+
+namespace {
+std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+int bucket_of(std::int64_t height, int min_bucket) {
+    int b = min_bucket;
+    while ((std::int64_t{1} << b) < height) ++b;
+    return b;
+}
+}  // namespace
+
+ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
+                          std::int64_t tile_bytes) {
+    constexpr std::int64_t kBlock = 64;
+    ColumnTiling t;
+    t.columns = columns;
+    const std::int64_t wanted = std::max<std::int64_t>(
+        1, ceil_div(columns * bytes_per_column, std::max<std::int64_t>(1, tile_bytes)));
+    t.width = std::min(columns, ceil_div(ceil_div(columns, wanted), kBlock) * kBlock);
+    t.count = ceil_div(columns, t.width);
+    t.tail = columns - (t.count - 1) * t.width;
+    return t;
+}
+
+bool weights_stream_from_dram(std::int64_t weight_bytes) {
+    constexpr std::int64_t kCacheResident = std::int64_t{8} << 20;
+    return weight_bytes > kCacheResident;
+}
+
+int min_row_bucket(std::int64_t weight_bytes, bool int8) {
+    return weights_stream_from_dram(weight_bytes) && !int8 ? 2 : 0;
+}
+
+int max_row_bucket(std::int64_t rows, std::int64_t column_tiles) {
+    constexpr std::int64_t kMinTasks = 4;
+    int b = kRowBuckets - 1;
+    while (b > 3 && (rows >> b) * column_tiles < kMinTasks) --b;
+    return b;
+}
+
+int plan_rows(std::int64_t rows, int min_bucket, int max_bucket,
+              RowTile (&tiles)[kMaxRowTilesPerChunk]) {
+    assert(rows >= 1 && rows <= kChunkRows && min_bucket <= max_bucket);
+    const std::int64_t tallest = std::int64_t{1} << max_bucket;
+    int n = 0;
+    std::int64_t row0 = 0;
+    std::int64_t left = rows;
+    while (left > 0) {
+        const std::int64_t full = std::min(left, tallest);
+        const int up = bucket_of(full, min_bucket);  // smallest height holding them all
+        const std::int64_t height = std::int64_t{1} << up;
+        // Pad when few rows are left or padding wastes at most a quarter.
+        if (left == full && (left <= 16 || height - left <= height / 4)) {
+            tiles[n++] = {row0, left, up};
+            break;
+        }
+        const int down = left >= tallest ? max_bucket
+                                             : (height == left ? up : up - 1);
+        const std::int64_t take = std::int64_t{1} << down;
+        tiles[n++] = {row0, take, down};
+        row0 += take;
+        left -= take;
+    }
+    return n;
+}
+
+}  // namespace swiglu::detail

@@ -109,10 +109,13 @@ public:
     FfnImpl(const WeightView& gate, const WeightView& up, const WeightView& down, int threads,
             Dtype dtype)
         : block(gate, up, down, dtype),
-          pool(threads > 1 ? std::make_unique<ThreadPool>(threads) : nullptr),
+          // oneDNN stays single-threaded inside our workers (matmul.hpp).
+          pool(threads > 1 ? std::make_unique<ThreadPool>(threads, &serialize_onednn_on_this_thread)
+                           : nullptr),
           threads(threads) {}
 
-    void forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace);
+    // Safe from several threads at once: each call leases its own scratch.
+    void forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) const;
 
     PackedBlock block;
     std::unique_ptr<ThreadPool> pool;
@@ -128,10 +131,11 @@ private:
         std::atomic<bool> busy{false};
         std::unique_ptr<Workspace> workspace;
     };
-    std::array<Slot, kSlots> slots_;
+    mutable std::array<Slot, kSlots> slots_;
 };
 
-void FfnImpl::forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) {
+void FfnImpl::forward(const float* x, float* y, std::int64_t tokens,
+                      const TraceSink* trace) const {
     OmpSerialScope serial;
     for (int s = 0; s < kSlots; ++s) {
         Slot& slot = slots_[static_cast<std::size_t>(s)];
@@ -196,7 +200,7 @@ int Ffn::threads() const { return live(impl_).threads; }
 
 Implementation Ffn::implementation() const {
     const detail::FfnImpl& impl = live(impl_);
-    return {impl.block.dtype, impl.block.implementation, detail::kernels_isa_name(),
+    return {impl.block.precision->dtype(), impl.block.implementation, detail::kernels_isa_name(),
             impl.threads};
 }
 
@@ -226,7 +230,7 @@ void Ffn::forward(const float* x, float* y, std::int64_t tokens) const {
     const detail::FfnImpl& impl = live(impl_);
     if (!check_forward(impl, x, y, tokens)) return;
     guarded("forward",
-            [&] { const_cast<detail::FfnImpl&>(impl).forward(x, y, tokens, nullptr); });
+            [&] { impl.forward(x, y, tokens, nullptr); });
 }
 
 void Ffn::forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const {
@@ -243,7 +247,7 @@ void Ffn::forward_traced(const float* x, float* y, std::int64_t tokens, Trace& t
             return;
         }
         const detail::TraceSink sink{trace.gate.data(), trace.up.data(), trace.act.data()};
-        const_cast<detail::FfnImpl&>(impl).forward(x, y, tokens, &sink);
+        impl.forward(x, y, tokens, &sink);
         trace.down.assign(y, y + m * d);
     });
 }

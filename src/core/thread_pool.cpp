@@ -2,8 +2,6 @@
 
 #include <chrono>
 
-#include "onednn/matmul.hpp"
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
 #define SWIGLU_PAUSE() _mm_pause()
@@ -20,7 +18,7 @@ namespace {
 constexpr auto kSpin = std::chrono::microseconds(200);
 }  // namespace
 
-ThreadPool::ThreadPool(int threads) {
+ThreadPool::ThreadPool(int threads, void (*on_start)()) : on_start_(on_start) {
     workers_.reserve(threads > 1 ? threads - 1 : 0);
     for (int w = 1; w < threads; ++w) workers_.emplace_back([this, w] { worker_main(w); });
 }
@@ -65,7 +63,7 @@ void ThreadPool::run(std::int64_t tasks, TaskFn fn, void* context) {
 }
 
 void ThreadPool::worker_main(int worker) {
-    OmpSerialScope serial;  // oneDNN stays single-threaded inside our workers
+    if (on_start_) on_start_();
     std::uint64_t seen = 0;
     for (;;) {
         std::uint64_t now = generation_.load(std::memory_order_acquire);

@@ -20,8 +20,10 @@ class ThreadPool {
 public:
     using TaskFn = void (*)(void* context, std::int64_t task, int worker);
 
-    // `threads` >= 1, the calling thread included.
-    explicit ThreadPool(int threads);
+    // `threads` >= 1, the calling thread included. Each worker thread calls
+    // `on_start` (if not null) once, before its first task: the place for
+    // per-thread settings of the libraries the tasks call.
+    explicit ThreadPool(int threads, void (*on_start)() = nullptr);
     ~ThreadPool();
     ThreadPool(const ThreadPool&) = delete;
     ThreadPool& operator=(const ThreadPool&) = delete;
@@ -42,6 +44,7 @@ private:
     void worker_main(int worker);
     void work(int worker);
 
+    void (*on_start_)() = nullptr;
     std::vector<std::thread> workers_;
     TaskFn fn_ = nullptr;
     void* context_ = nullptr;

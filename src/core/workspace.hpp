@@ -1,44 +1,45 @@
 // Everything one forward() call writes besides y: the act buffer between the
-// two phases, the chunk's input in the matmul's precision, and per-thread
-// state. Sized by the shape and the chunk height, never by the token count,
-// and allocated once per lease slot (see ffn.cpp), so the hot path allocates
-// nothing.
+// two phases, the matmuls' inputs in the mode's format, and per-thread
+// state. Sized by the precision mode (ScratchSizes) and the chunk height,
+// never by the token count, and allocated once per lease slot (see ffn.cpp),
+// so the hot path allocates nothing.
 #pragma once
 
 #include <cstdint>
 #include <vector>
 
 #include "common/aligned_buffer.hpp"
-#include "onednn/matmul.hpp"
 #include "core/packed_block.hpp"
+#include "core/precision.hpp"
 #include "core/tiling.hpp"
+#include "onednn/matmul.hpp"
 
 namespace swiglu::detail {
 
 struct WorkerState {
     explicit WorkerState(const PackedBlock& block);
 
+    MatmulBinding& binding(PhaseId phase, bool tail, int bucket) {
+        return bindings[static_cast<int>(phase)][tail ? 1 : 0][bucket];
+    }
+
     dnnl::stream stream;
-    MatmulBinding bindings[2][2][kRowBuckets];  // [0 gate_up, 1 down][tail][bucket]
-    AlignedBuffer<float> tile;                  // one matmul result tile (f32 or s32)
-    AlignedBuffer<unsigned char> scratchpad;    // oneDNN's, for any kernel
+    MatmulBinding bindings[kPhases][2][kRowBuckets];  // [phase][tail][bucket]
+    AlignedBuffer<float> tile;                        // one matmul result tile (f32 or s32)
+    AlignedBuffer<unsigned char> scratchpad;          // oneDNN's, for any kernel
 };
 
 struct Workspace {
     Workspace(const PackedBlock& block, int threads);
 
-    // SiLU(gate) * up, kChunkRows x f: f32 (f32, int8 before quantising,
-    // emulated bf16) ...
-    AlignedBuffer<float> act;
-    // ... and as the down matmul reads it: bf16 or s8 (empty for f32).
-    AlignedBuffer<unsigned char> act_lp;
-    // The chunk's x as the gate|up matmul reads it: f32 only for a padded
-    // last tile (kMaxRowTile rows), bf16 / s8 / bf16-rounded f32 for all
-    // kChunkRows rows otherwise. Zeroed once: padding rows are computed and
-    // thrown away and must not be uninitialised memory.
-    AlignedBuffer<unsigned char> x_lp;
-    // int8: per-row scales of x and act.
-    AlignedBuffer<float> x_scale, act_scale;
+    // The buffers a mode asked for (precision.hpp, ScratchSizes); empty
+    // where it asked for none. What each holds is the mode's business:
+    AlignedBuffer<float> act;               // f32 act, kChunkRows x f
+    AlignedBuffer<unsigned char> act_src;   // act as the down matmul reads it
+    AlignedBuffer<unsigned char> x_src;     // x as the gate|up matmul reads it; zeroed
+                                            // once: padding rows are computed and
+                                            // dropped, never uninitialised memory
+    AlignedBuffer<float> x_scale, act_scale;  // per-token scales; x_scale zeroed once
     std::vector<WorkerState> workers;
 };
 

@@ -14,6 +14,16 @@ const dnnl::engine& cpu_engine() {
     return engine;
 }
 
+void serialize_onednn_on_this_thread() { omp_set_num_threads(1); }
+
+bool is_reference_kernel(const MatmulKernel& kernel) {
+    return kernel.implementation.find("ref") != std::string::npos;
+}
+
+bool is_brgemm_kernel(const MatmulKernel& kernel) {
+    return kernel.implementation.rfind("brg:", 0) == 0;
+}
+
 OmpSerialScope::OmpSerialScope() : saved_(omp_get_max_threads()) {
     if (saved_ != 1) omp_set_num_threads(1);
 }

@@ -13,6 +13,10 @@ namespace swiglu::detail {
 // The process-wide CPU engine.
 const dnnl::engine& cpu_engine();
 
+// oneDNN runs single-threaded on this thread from now on: for threads that
+// only ever run oneDNN inside our own pool (its workers), see OmpSerialScope.
+void serialize_onednn_on_this_thread();
+
 // While alive, oneDNN runs single-threaded on this thread. Debian's oneDNN
 // parallelises with OpenMP and fixes its thread count when a primitive is
 // created; our own pool owns the cores, so every primitive is created and
@@ -49,6 +53,14 @@ struct MatmulKernel {
 
     explicit operator bool() const { return static_cast<bool>(primitive); }
 };
+
+// What oneDNN chose, by kind. oneDNN 2.6 says which implementation a
+// primitive runs only through its name ("ref:any", "brg:avx512_core_vnni",
+// "gemm:jit"), so these two read it; nothing else in the library does.
+// A reference kernel: portable C++, far slower than any JIT kernel.
+bool is_reference_kernel(const MatmulKernel& kernel);
+// A brgemm kernel: the JIT kernels that take prepacked weights (AVX-512).
+bool is_brgemm_kernel(const MatmulKernel& kernel);
 
 // Creates the primitive. With `packed` null, oneDNN picks the weight layout
 // (format_tag::any); otherwise the kernel must use that layout, so one packed

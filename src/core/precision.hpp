@@ -1,0 +1,135 @@
+// A precision mode: everything about the block that depends on the number
+// format, in one object resolved once when the Ffn is built. It owns how the
+// weights are packed, how forward() prepares the matmuls' inputs, the
+// epilogues of both phases, the scratch that takes and the description.
+// forward() (core/forward.cpp) is one straight path that calls these hooks;
+// a new weight format is one new subclass in its own file (plus its tests)
+// and a line in precision_candidates().
+//
+// The modes today:
+//   f32            f32 weights, f32 matmuls (precision_f32.cpp)
+//   bf16           bf16 weights and inputs on oneDNN's bf16 kernels (precision_bf16.cpp)
+//   bf16 emulated  bf16 numerics (rounded weights and inputs) on f32 kernels, where
+//                  oneDNN has no fast bf16 kernel (precision_bf16_emulated.cpp)
+//   int8           s8 weights with per-channel scales, x and act quantised per token,
+//                  act either in the gate|up task or in a step of its own (precision_int8.cpp)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <swiglu/swiglu.hpp>
+
+#include "core/tiling.hpp"
+#include "onednn/matmul.hpp"
+
+namespace swiglu::detail {
+
+struct Workspace;
+
+// The two matmuls of the block; indexes per-phase tables (kernels, bindings).
+enum class PhaseId : int { gate_up = 0, down = 1 };
+inline constexpr int kPhases = 2;
+
+// What a mode needs of a Workspace, per chunk of kChunkRows rows.
+struct ScratchSizes {
+    std::size_t act_floats = 0;     // f32 act between the phases (act)
+    std::size_t act_src_bytes = 0;  // act as the down matmul reads it (act_src)
+    std::size_t x_src_bytes = 0;    // x as the gate|up matmul reads it (x_src), zeroed once
+    std::size_t row_scales = 0;     // per-token scales of x and of act (x_scale, act_scale)
+};
+
+class Precision {
+public:
+    Precision(Dtype dtype, std::int64_t d, std::int64_t f) : dtype_(dtype), d_(d), f_(f) {}
+    virtual ~Precision() = default;
+    Precision(const Precision&) = delete;
+    Precision& operator=(const Precision&) = delete;
+
+    // The numerics the caller asked for (an emulated mode still says bf16).
+    Dtype dtype() const { return dtype_; }
+
+    // ---- construction ----------------------------------------------------
+    // The data types of the matmuls this mode runs.
+    virtual MatmulTypes matmul_types() const = 0;
+    // Bytes of one packed weight: sizes the tiles and tells whether the
+    // weights stream from DRAM.
+    virtual std::int64_t bytes_per_weight() const = 0;
+    // Whether its kernels stream weights from DRAM as fast with one row as
+    // with four (tiling.hpp, min_row_bucket).
+    virtual bool streams_with_one_row() const { return false; }
+    // Judges the kernels oneDNN chose for both phases, once they exist
+    // (gate|up's 64-row kernel first: it picked the packed layout): false
+    // makes the Ffn try the next candidate mode (see precision_candidates);
+    // throws Error(unsupported) to refuse outright.
+    virtual bool accepts(const std::vector<const MatmulKernel*>& kernels) const;
+    // Called once the tiling is known, before any pack_tile: `gate_up_tiles`
+    // is the gate|up phase's column tile count.
+    virtual void plan(std::int64_t gate_up_tiles) { (void)gate_up_tiles; }
+    // Packs one column tile of `phase` into `to`: `plain` is the (k x n)
+    // f32 slice, row-major, and may be overwritten; `first_output` is the
+    // tile's first output channel in the matmul's output order.
+    virtual void pack_tile(PhaseId phase, float* plain, std::int64_t k, std::int64_t n,
+                           std::int64_t first_output, const dnnl::memory& to);
+    // Appended to the oneDNN implementation names (Implementation::matmul).
+    virtual std::string note() const { return {}; }
+
+    // ---- forward() -------------------------------------------------------
+    virtual ScratchSizes scratch() const = 0;
+    // The chunk's `rows` rows of x as the gate|up matmul reads them;
+    // `last` is the chunk's last row tile (padded or not).
+    virtual void prepare_x(const float* x, std::int64_t rows, const RowTile& last,
+                           Workspace& ws) const = 0;
+    virtual const void* gate_up_src(const float* x, const RowTile& t, const Workspace& ws) const = 0;
+
+    // The gate|up epilogue, per row of a tile, in this order (forward.cpp):
+    //   gate_up_to_f32   the matmul's output -> f32 [gate | up], in place
+    //   act_row          where SiLU(gate)*up goes for this row (f32)
+    //   store_act        act as the down matmul reads it (round, convert, quantise)
+    // `gate_up` holds [gate | up] of one row, `width` columns each, of
+    // output columns [c0, c0 + width); `row` is relative to the chunk.
+    virtual void gate_up_to_f32(float* gate_up, std::int64_t width, std::int64_t c0,
+                                std::int64_t row, const Workspace& ws) const;
+    virtual float* act_row(float* gate_up, std::int64_t c0, std::int64_t row,
+                           Workspace& ws) const = 0;
+    virtual void store_act(float* act, std::int64_t width, std::int64_t c0, std::int64_t row,
+                           Workspace& ws) const;
+
+    // A step between the phases that needs whole act rows (int8 with more
+    // than one gate|up tile): one task per row tile, after every gate|up task.
+    virtual bool has_act_step() const { return false; }
+    virtual void act_step(std::int64_t row, Workspace& ws) const;
+
+    virtual const void* down_src(const RowTile& t, const Workspace& ws) const = 0;
+    // The down epilogue: the valid rows of a (height x width) result tile of
+    // output columns [c0, c0 + width) into y (row stride d).
+    virtual void down_out(const float* tile, std::int64_t width, std::int64_t c0, const RowTile& t,
+                          float* y, const Workspace& ws) const;
+
+protected:
+    std::int64_t d() const { return d_; }
+    std::int64_t f() const { return f_; }
+    // Copies `rows` rows of `width` floats between strided buffers.
+    static void copy_rows(const float* from, std::int64_t from_stride, float* to,
+                          std::int64_t to_stride, std::int64_t rows, std::int64_t width);
+
+private:
+    Dtype dtype_;
+    std::int64_t d_, f_;
+};
+
+// The modes that can serve `dtype`, best first: the Ffn takes the first
+// whose kernels it accepts (bf16: native, then emulated).
+std::vector<std::unique_ptr<Precision>> precision_candidates(Dtype dtype, std::int64_t d,
+                                                             std::int64_t f);
+
+// One factory per mode file.
+std::unique_ptr<Precision> make_f32_precision(std::int64_t d, std::int64_t f);
+std::unique_ptr<Precision> make_bf16_precision(std::int64_t d, std::int64_t f);
+std::unique_ptr<Precision> make_bf16_emulated_precision(std::int64_t d, std::int64_t f);
+std::unique_ptr<Precision> make_int8_precision(std::int64_t d, std::int64_t f);
+
+}  // namespace swiglu::detail

@@ -1,0 +1,70 @@
+// bf16 numerics on f32 kernels, for CPUs where oneDNN 2.6 has no bf16 matmul
+// (it needs AVX-512) or only a reference one, slower than f32: the weights,
+// x and act are rounded to bf16 exactly where the bf16 mode rounds them, and
+// the matmuls run on f32 kernels. Same results as bf16 up to the order of
+// f32 accumulation; f32 speed, which the description says.
+#include "core/precision.hpp"
+#include "core/workspace.hpp"
+#include "kernels/convert.hpp"
+
+namespace swiglu::detail {
+
+namespace {
+
+class Bf16Emulated final : public Precision {
+public:
+    Bf16Emulated(std::int64_t d, std::int64_t f) : Precision(Dtype::bf16, d, f) {}
+
+    MatmulTypes matmul_types() const override { return {}; }
+    std::int64_t bytes_per_weight() const override { return 2; }  // tiles as bf16 would
+
+    void pack_tile(PhaseId phase, float* plain, std::int64_t k, std::int64_t n,
+                   std::int64_t first_output, const dnnl::memory& to) override {
+        round_to_bf16(plain, plain, static_cast<std::size_t>(k * n));
+        Precision::pack_tile(phase, plain, k, n, first_output, to);
+    }
+
+    std::string note() const override {
+        return " (f32 kernels on bf16-rounded weights: this CPU has no bf16 matmul; "
+               "expect f32 speed)";
+    }
+
+    ScratchSizes scratch() const override {
+        return {static_cast<std::size_t>(kChunkRows * f()), 0,
+                static_cast<std::size_t>(kChunkRows * d()) * sizeof(float), 0};
+    }
+
+    void prepare_x(const float* x, std::int64_t rows, const RowTile&, Workspace& ws) const override {
+        round_to_bf16(x, x_rounded(ws), static_cast<std::size_t>(rows * d()));
+    }
+
+    const void* gate_up_src(const float*, const RowTile& t, const Workspace& ws) const override {
+        return x_rounded(ws) + t.row0 * d();
+    }
+
+    float* act_row(float*, std::int64_t c0, std::int64_t row, Workspace& ws) const override {
+        return ws.act.data() + row * f() + c0;
+    }
+
+    void store_act(float* act, std::int64_t width, std::int64_t, std::int64_t,
+                   Workspace&) const override {
+        round_to_bf16(act, act, static_cast<std::size_t>(width));
+    }
+
+    const void* down_src(const RowTile& t, const Workspace& ws) const override {
+        return ws.act.data() + t.row0 * f();
+    }
+
+private:
+    static float* x_rounded(const Workspace& ws) {
+        return reinterpret_cast<float*>(ws.x_src.data());
+    }
+};
+
+}  // namespace
+
+std::unique_ptr<Precision> make_bf16_emulated_precision(std::int64_t d, std::int64_t f) {
+    return std::make_unique<Bf16Emulated>(d, f);
+}
+
+}  // namespace swiglu::detail

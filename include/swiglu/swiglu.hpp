@@ -92,7 +92,7 @@ struct Options {
 struct Implementation {
     Dtype dtype = Dtype::f32;
     std::string matmul;      // oneDNN implementation, e.g. "brg:avx512_core"
-    std::string activation;  // xsimd kernel of SiLU(gate)*up, e.g. "avx512f"
+    std::string activation;  // ISA of the element-wise kernels: "avx512", "avx2_fma", "sse2" or "scalar"
     int threads = 1;
 };
 

@@ -33,8 +33,8 @@ bool weights_stream_from_dram(std::int64_t weight_bytes) {
     return weight_bytes > kCacheResident;
 }
 
-int min_row_bucket(std::int64_t weight_bytes, bool int8) {
-    return weights_stream_from_dram(weight_bytes) && !int8 ? 2 : 0;
+int min_row_bucket(std::int64_t weight_bytes, bool streams_with_one_row) {
+    return weights_stream_from_dram(weight_bytes) && !streams_with_one_row ? 2 : 0;
 }
 
 int max_row_bucket(std::int64_t rows, std::int64_t column_tiles) {

@@ -23,7 +23,7 @@ struct ColumnTiling {
 
 // Tiles whose weight slice is at most about `tile_bytes` (so it stays in a
 // core's L2 while a row tile runs over it), widths a multiple of 64 columns
-// (oneDNN's f32 weight block: 64 columns, or 32 in packed_block.cpp's
+// (oneDNN's f32 weight block: 64 columns, or 32 in core/packed_block.cpp's
 // choice for streamed blocks), as few tiles as that allows: each tile is one
 // primitive execution, which costs ~0.3 us whatever its size.
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
@@ -53,15 +53,13 @@ struct RowTile {
     bool padded() const { return rows < height(); }
 };
 
-// The shortest row tile for a block with `weight_bytes` of weights. f32 and
-// bf16 weights streamed from DRAM want >= 4 rows: oneDNN 2.6's brgemm reads
-// them at ~19 GB/s with 1 row but ~24 GB/s with 3-6 rows on this machine
-// (llama7b bf16 1 token: 10.3-11.5 ms padded vs 12.9-14.2 ms not), and decode
-// is bound by that stream. int8's VNNI kernel streams as well with 1 row
-// (llama7b: 4.4-4.9 ms vs 4.8-5.6 ms padded), and so do weights that stay in
-// cache, where the 4x compute of padding shows (glass at 1 token: 6.4 us vs
-// 11 us).
-int min_row_bucket(std::int64_t weight_bytes, bool int8);
+// The shortest row tile for a block with `weight_bytes` of weights: 4 rows
+// when they stream from DRAM, since oneDNN 2.6's brgemm streams f32 and bf16
+// weights faster with 3-6 rows than with 1, and decode is bound by that
+// stream; 1 row for kernels that stream as well with one
+// (`streams_with_one_row`, int8's VNNI kernel) and for weights that stay in
+// cache, where padding's extra compute shows. (docs/measurements.md)
+int min_row_bucket(std::int64_t weight_bytes, bool streams_with_one_row);
 
 // Whether a block's weights (all three matrices, packed) are too big to stay
 // in this machine's caches between calls (over 8 MiB), so that every call
@@ -71,11 +69,11 @@ bool weights_stream_from_dram(std::int64_t weight_bytes);
 // The tallest row tile for a chunk of `rows` rows, for a block whose phases
 // have at least `column_tiles` column tiles each. A phase runs row tiles x
 // column tiles tasks; with few column tiles (small d or f: glass has 1,
-// cyber 2 or 3) 64-row tiles leave too few tasks to spread over threads
-// (cyber at 64 tokens: 3 and 2 tasks, 1.67x on 2 threads), so row tiles are
-// cut until there are >= 4 full-height tiles x column tiles, down to 8 rows
-// (brgemm's rate drops below that). The weight tiles of such blocks stay in
-// L2, where brgemm runs 16-64 rows at the same rate. Never depends on the
+// cyber 2 or 3) 64-row tiles leave too few tasks to spread over threads,
+// so row tiles are cut until there are >= 4 full-height tiles x column
+// tiles, down to 8 rows (brgemm's rate drops below that). The weight tiles
+// of such blocks stay in L2, where brgemm runs 16-64 rows at the same rate
+// (docs/measurements.md). Never depends on the
 // thread count, so results stay bit-identical for any thread count.
 int max_row_bucket(std::int64_t rows, std::int64_t column_tiles);
 

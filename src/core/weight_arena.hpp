@@ -1,7 +1,7 @@
 // One block of memory for all packed weights, asking the kernel for
 // transparent huge pages: decode streams every weight once per token, and
-// with 4 KiB pages the TLB misses cost ~25% of the stream (oneDNN's brgemm
-// reads 18.5 GB/s from 4 KiB pages, 24 GB/s from 2 MiB pages, measured here).
+// with 4 KiB pages TLB misses cost a large part of that stream
+// (docs/measurements.md).
 #pragma once
 
 #include <cstddef>

@@ -9,11 +9,15 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
+#include "common/messages.hpp"
+
 struct swiglu_ffn {
     swiglu::Ffn ffn;
 };
 
 namespace {
+
+using swiglu::detail::invalid;
 
 thread_local std::string last_error;
 
@@ -58,10 +62,9 @@ swiglu::WeightView view(const char* name, const swiglu_weight& w) {
     static_assert(sizeof(layout) == sizeof(w.layout), "swiglu_layout is int-sized");
     std::memcpy(&layout, &w.layout, sizeof(layout));
     if (layout != SWIGLU_LAYOUT_OUT_IN && layout != SWIGLU_LAYOUT_IN_OUT)
-        throw swiglu::Error(swiglu::Status::invalid_argument,
-                            std::string("swiglu_ffn_create: ") + name +
-                                "->layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
-                                std::to_string(layout) + ")");
+        invalid(std::string("swiglu_ffn_create: ") + name +
+                "->layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
+                std::to_string(layout) + ")");
     return {w.data, w.rows, w.cols,
             layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out};
 }
@@ -75,9 +78,8 @@ swiglu::Options options_of(const swiglu_options* options) {
     static_assert(sizeof(dtype) == sizeof(options->dtype), "swiglu_dtype is int-sized");
     std::memcpy(&dtype, &options->dtype, sizeof(dtype));
     if (dtype < SWIGLU_DTYPE_F32 || dtype > SWIGLU_DTYPE_INT8)
-        throw swiglu::Error(swiglu::Status::invalid_argument,
-                            "options->dtype must be SWIGLU_DTYPE_F32, _BF16 or _INT8 (got " +
-                                std::to_string(dtype) + ")");
+        invalid("options->dtype must be SWIGLU_DTYPE_F32, _BF16 or _INT8 (got " +
+                std::to_string(dtype) + ")");
     out.threads = options->threads;
     out.dtype = dtype == SWIGLU_DTYPE_BF16   ? swiglu::Dtype::bf16
                 : dtype == SWIGLU_DTYPE_INT8 ? swiglu::Dtype::int8
@@ -86,7 +88,7 @@ swiglu::Options options_of(const swiglu_options* options) {
 }
 
 void require(bool ok, const char* message) {
-    if (!ok) throw swiglu::Error(swiglu::Status::invalid_argument, message);
+    if (!ok) invalid(message);
 }
 
 }  // namespace

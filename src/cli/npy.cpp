@@ -14,6 +14,8 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "common/messages.hpp"
+
 // The data is copied as raw bytes into floats: only right on little-endian hosts.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .npy code assumes a little-endian host");
 
@@ -28,7 +30,7 @@ constexpr std::size_t kMagicSize = 6;
 constexpr std::size_t kMaxHeaderLength = std::size_t{1} << 20;
 
 [[noreturn]] void fail(const std::string& name, const std::string& message) {
-    throw Error(Status::invalid_argument, name + ": " + message);
+    invalid(name + ": " + message);
 }
 
 // The header text as it can be shown in a one-line message: printable ASCII,
@@ -396,8 +398,7 @@ std::string npy_preamble(const std::string& dict) {
         major = 2;
     }
     if (header.size() > 0xFFFFFFFFu)
-        throw Error(Status::invalid_argument, "npy: header of " + std::to_string(header.size()) +
-                                                  " bytes does not fit a .npy file");
+        invalid("npy: header of " + std::to_string(header.size()) + " bytes does not fit a .npy file");
     std::string out(kMagic, kMagicSize);
     out += static_cast<char>(major);
     out += '\0';
@@ -409,7 +410,7 @@ std::string npy_preamble(const std::string& dict) {
 
 std::string npy_bytes(const float* data, const std::vector<std::int64_t>& shape) {
     const std::size_t bytes = data_bytes(shape, "npy_bytes");
-    if (bytes && !data) throw Error(Status::invalid_argument, "npy_bytes: data is null");
+    if (bytes && !data) invalid("npy_bytes: data is null");
     std::string out = npy_preamble(npy_header_dict(shape));
     if (bytes) out.append(reinterpret_cast<const char*>(data), bytes);
     return out;

@@ -15,6 +15,7 @@
 
 #include <set>
 
+#include "common/messages.hpp"
 #include "io/safetensors.hpp"
 
 namespace swiglu {
@@ -23,6 +24,7 @@ namespace {
 
 using detail::TensorDtype;
 using detail::quote_name;
+using detail::shape_text;
 using detail::SafetensorsFile;
 using detail::TensorInfo;
 
@@ -61,12 +63,6 @@ constexpr std::size_t kListedLayers = 20;
 [[noreturn]] void fail(const SafetensorsFile& file, const std::string& what,
                        Status status = Status::invalid_argument) {
     throw Error(status, file.label() + ": " + what);
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
 }
 
 std::string layer_prefix(const std::string& layer) { return "model.layers." + layer + ".mlp."; }

@@ -18,6 +18,7 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "common/messages.hpp"
 #include "io/half.hpp"
 
 // Tensor bytes are little-endian; we memcpy them straight into host values.
@@ -73,19 +74,11 @@ std::string known_dtypes() {
 // files knows which one is broken.
 struct Reporter {
     const std::string& label;
-    [[noreturn]] void fail(const std::string& what) const {
-        throw Error(Status::invalid_argument, label + ": " + what);
-    }
+    [[noreturn]] void fail(const std::string& what) const { invalid(label + ": " + what); }
     [[noreturn]] void fail(const std::string& tensor, const std::string& what) const {
         fail("tensor " + quote_name(tensor) + ": " + what);
     }
 };
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 std::string range_text(std::uint64_t begin, std::uint64_t end) {
     return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
@@ -416,7 +409,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
 
 SafetensorsFile SafetensorsFile::from_memory(const void* data, std::size_t size, std::string label) {
     if (!data && size > 0)
-        throw Error(Status::invalid_argument, label + ": data is null but size is " + std::to_string(size));
+        invalid(label + ": data is null but size is " + std::to_string(size));
     SafetensorsFile file;
     file.label_ = std::move(label);
     file.bytes_ = static_cast<const unsigned char*>(data);
@@ -486,8 +479,7 @@ const unsigned char* SafetensorsFile::tensor_data(const TensorInfo& tensor) cons
     const TensorInfo* own = find(tensor.name);
     if (!own || own->offset != tensor.offset || own->bytes != tensor.bytes ||
         own->dtype != tensor.dtype || own->elements != tensor.elements)
-        throw Error(Status::invalid_argument,
-                    label_ + ": tensor " + quote_name(tensor.name) + " is not a tensor of this file");
+        invalid(label_ + ": tensor " + quote_name(tensor.name) + " is not a tensor of this file");
     return bytes_ + 8 + header_length_ + own->offset;
 }
 

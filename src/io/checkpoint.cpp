@@ -16,6 +16,7 @@
 #include <set>
 
 #include "common/messages.hpp"
+#include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
 
 namespace swiglu {

@@ -302,9 +302,4 @@ LoadedWeights load_weights(const std::string& path, const WeightSelector& select
     return detail::load_weights(SafetensorsFile::open(path), selector);
 }
 
-Ffn load_ffn(const std::string& path, const WeightSelector& selector, const Options& options) {
-    const LoadedWeights w = load_weights(path, selector);
-    return Ffn(w.gate_view(), w.up_view(), w.down_view(), options);
-}
-
 }  // namespace swiglu

@@ -37,9 +37,10 @@ swiglu_status to_c(swiglu::Status s) {
     return SWIGLU_INTERNAL;
 }
 
-// Runs `f` (which returns nothing) and maps whatever it throws.
+// Runs `f` (which returns nothing) and returns how it went as a C status:
+// SWIGLU_OK, or whatever it threw mapped to a status, its message kept.
 template <class F>
-swiglu_status guarded(F&& f) {
+swiglu_status status_of(F&& f) {
     try {
         f();
         last_error.clear();
@@ -99,7 +100,7 @@ swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* 
                                 const swiglu_weight* down, const swiglu_options* options,
                                 swiglu_ffn** out) {
     if (out) *out = nullptr;
-    return guarded([&] {
+    return status_of([&] {
         require(out != nullptr, "swiglu_ffn_create: out is NULL");
         require(gate && up && down, "swiglu_ffn_create: gate, up and down must not be NULL");
         *out = new swiglu_ffn{
@@ -113,7 +114,7 @@ swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer
                                                  const swiglu_options* options,
                                                  swiglu_ffn** out) {
     if (out) *out = nullptr;
-    return guarded([&] {
+    return status_of([&] {
         require(out != nullptr, "swiglu_ffn_create_from_safetensors: out is NULL");
         require(path != nullptr, "swiglu_ffn_create_from_safetensors: path is NULL");
         swiglu::WeightSelector selector;
@@ -125,14 +126,14 @@ swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer
 
 swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y,
                                  int64_t tokens) {
-    return guarded([&] {
+    return status_of([&] {
         require(ffn != nullptr, "swiglu_ffn_forward: ffn is NULL");
         ffn->ffn.forward(x, y, tokens);
     });
 }
 
 swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, int64_t* f) {
-    return guarded([&] {
+    return status_of([&] {
         require(ffn != nullptr, "swiglu_ffn_dims: ffn is NULL");
         if (d) *d = ffn->ffn.d();
         if (f) *f = ffn->ffn.f();

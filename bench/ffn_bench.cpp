@@ -231,8 +231,10 @@ benchmark::IterationCount big_iterations(std::int64_t tokens) {
     return 2;
 }
 
+// Runs `body`; what it throws skips this benchmark with the message
+// instead of ending the whole run.
 template <class Body>
-void guarded(benchmark::State& st, Body&& body) {
+void skip_on_error(benchmark::State& st, Body&& body) {
     try {
         body();
     } catch (const std::exception& e) {
@@ -242,7 +244,7 @@ void guarded(benchmark::State& st, Body&& body) {
 
 void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens,
                  int threads) {
-    guarded(st, [&] {
+    skip_on_error(st, [&] {
         Workspace& ws = workspace();
         ws.use_shape(*s);
         ws.baseline(tokens, threads, dtype);  // throws here if it can't run
@@ -260,7 +262,7 @@ void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t
 }
 
 void bm_ffn(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens, int threads) {
-    guarded(st, [&] {
+    skip_on_error(st, [&] {
         Workspace& ws = workspace();
         ws.use_shape(*s);
         ws.verify(tokens, threads, threads, dtype);

@@ -18,6 +18,7 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
+#include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
 
 namespace {

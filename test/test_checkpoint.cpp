@@ -12,6 +12,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "reference.hpp"
+#include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
 #include "error_checks.hpp"
 #include "safetensors_writer.hpp"

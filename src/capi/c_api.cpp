@@ -9,11 +9,15 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
+#include "common/messages.hpp"
+
 struct swiglu_ffn {
     swiglu::Ffn ffn;
 };
 
 namespace {
+
+using swiglu::detail::invalid;
 
 thread_local std::string last_error;
 
@@ -33,9 +37,10 @@ swiglu_status to_c(swiglu::Status s) {
     return SWIGLU_INTERNAL;
 }
 
-// Runs `f` (which returns nothing) and maps whatever it throws.
+// Runs `f` (which returns nothing) and returns how it went as a C status:
+// SWIGLU_OK, or whatever it threw mapped to a status, its message kept.
 template <class F>
-swiglu_status guarded(F&& f) {
+swiglu_status status_of(F&& f) {
     try {
         f();
         last_error.clear();
@@ -58,10 +63,9 @@ swiglu::WeightView view(const char* name, const swiglu_weight& w) {
     static_assert(sizeof(layout) == sizeof(w.layout), "swiglu_layout is int-sized");
     std::memcpy(&layout, &w.layout, sizeof(layout));
     if (layout != SWIGLU_LAYOUT_OUT_IN && layout != SWIGLU_LAYOUT_IN_OUT)
-        throw swiglu::Error(swiglu::Status::invalid_argument,
-                            std::string("swiglu_ffn_create: ") + name +
-                                "->layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
-                                std::to_string(layout) + ")");
+        invalid(std::string("swiglu_ffn_create: ") + name +
+                "->layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
+                std::to_string(layout) + ")");
     return {w.data, w.rows, w.cols,
             layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out};
 }
@@ -75,9 +79,8 @@ swiglu::Options options_of(const swiglu_options* options) {
     static_assert(sizeof(dtype) == sizeof(options->dtype), "swiglu_dtype is int-sized");
     std::memcpy(&dtype, &options->dtype, sizeof(dtype));
     if (dtype < SWIGLU_DTYPE_F32 || dtype > SWIGLU_DTYPE_INT8)
-        throw swiglu::Error(swiglu::Status::invalid_argument,
-                            "options->dtype must be SWIGLU_DTYPE_F32, _BF16 or _INT8 (got " +
-                                std::to_string(dtype) + ")");
+        invalid("options->dtype must be SWIGLU_DTYPE_F32, _BF16 or _INT8 (got " +
+                std::to_string(dtype) + ")");
     out.threads = options->threads;
     out.dtype = dtype == SWIGLU_DTYPE_BF16   ? swiglu::Dtype::bf16
                 : dtype == SWIGLU_DTYPE_INT8 ? swiglu::Dtype::int8
@@ -86,7 +89,7 @@ swiglu::Options options_of(const swiglu_options* options) {
 }
 
 void require(bool ok, const char* message) {
-    if (!ok) throw swiglu::Error(swiglu::Status::invalid_argument, message);
+    if (!ok) invalid(message);
 }
 
 }  // namespace
@@ -97,7 +100,7 @@ swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* 
                                 const swiglu_weight* down, const swiglu_options* options,
                                 swiglu_ffn** out) {
     if (out) *out = nullptr;
-    return guarded([&] {
+    return status_of([&] {
         require(out != nullptr, "swiglu_ffn_create: out is NULL");
         require(gate && up && down, "swiglu_ffn_create: gate, up and down must not be NULL");
         *out = new swiglu_ffn{
@@ -111,7 +114,7 @@ swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer
                                                  const swiglu_options* options,
                                                  swiglu_ffn** out) {
     if (out) *out = nullptr;
-    return guarded([&] {
+    return status_of([&] {
         require(out != nullptr, "swiglu_ffn_create_from_safetensors: out is NULL");
         require(path != nullptr, "swiglu_ffn_create_from_safetensors: path is NULL");
         swiglu::WeightSelector selector;
@@ -123,14 +126,14 @@ swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer
 
 swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y,
                                  int64_t tokens) {
-    return guarded([&] {
+    return status_of([&] {
         require(ffn != nullptr, "swiglu_ffn_forward: ffn is NULL");
         ffn->ffn.forward(x, y, tokens);
     });
 }
 
 swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, int64_t* f) {
-    return guarded([&] {
+    return status_of([&] {
         require(ffn != nullptr, "swiglu_ffn_dims: ffn is NULL");
         if (d) *d = ffn->ffn.d();
         if (f) *f = ffn->ffn.f();

@@ -12,12 +12,12 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "common/messages.hpp"
+
 namespace swiglu::cli {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-    throw Error(Status::invalid_argument, message);
-}
+using detail::invalid;
 
 std::string base_name(const std::string& path) {
     const auto slash = path.find_last_of('/');

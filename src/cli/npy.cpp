@@ -7,12 +7,12 @@
 #include <limits>
 #include <optional>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <swiglu/swiglu.hpp>
+
+#include "common/mapped_file.hpp"
+#include "common/messages.hpp"
 
 // The data is copied as raw bytes into floats: only right on little-endian hosts.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .npy code assumes a little-endian host");
@@ -28,7 +28,7 @@ constexpr std::size_t kMagicSize = 6;
 constexpr std::size_t kMaxHeaderLength = std::size_t{1} << 20;
 
 [[noreturn]] void fail(const std::string& name, const std::string& message) {
-    throw Error(Status::invalid_argument, name + ": " + message);
+    invalid(name + ": " + message);
 }
 
 // The header text as it can be shown in a one-line message: printable ASCII,
@@ -225,39 +225,6 @@ bool is_float32_le(const std::string& descr) {
     return descr == "<f4" || descr == "=f4" || descr == "|f4";
 }
 
-// A read-only mapping of a whole file, unmapped on scope exit.
-class Mapping {
-public:
-    Mapping(int fd, std::size_t size) : size_(size) {
-        addr_ = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-    }
-    ~Mapping() {
-        if (ok()) ::munmap(addr_, size_);
-    }
-    Mapping(const Mapping&) = delete;
-    Mapping& operator=(const Mapping&) = delete;
-    bool ok() const { return addr_ != MAP_FAILED; }
-    std::string_view bytes() const { return {static_cast<const char*>(addr_), size_}; }
-
-private:
-    void* addr_;
-    std::size_t size_;
-};
-
-class Fd {
-public:
-    explicit Fd(int fd) : fd_(fd) {}
-    ~Fd() {
-        if (fd_ >= 0) ::close(fd_);
-    }
-    Fd(const Fd&) = delete;
-    Fd& operator=(const Fd&) = delete;
-    int get() const { return fd_; }
-
-private:
-    int fd_;
-};
-
 }  // namespace
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {
@@ -345,11 +312,8 @@ NpyArray parse_npy(std::string_view bytes, const std::string& name) {
 }
 
 NpyArray read_npy(const std::string& path) {
-    const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-    if (fd.get() < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-    struct stat st {};
-    if (::fstat(fd.get(), &st) != 0) fail(path, std::string("cannot stat: ") + std::strerror(errno));
-    if (S_ISDIR(st.st_mode)) fail(path, "is a directory, not a .npy file");
+    MappedFile file(path);
+    if (file.is_directory()) fail(path, "is a directory, not a .npy file");
 
     // A regular file is mapped (no second copy of a large input); anything
     // else (a pipe, a device, an empty or /proc file) is read as a stream,
@@ -357,10 +321,7 @@ NpyArray read_npy(const std::string& path) {
     // .npy and one byte past the end the header announces, so an endless
     // stream (/dev/zero, /dev/urandom, `yes |`) cannot grow the buffer
     // without bound.
-    if (S_ISREG(st.st_mode) && st.st_size > 0) {
-        const Mapping map(fd.get(), static_cast<std::size_t>(st.st_size));
-        if (map.ok()) return parse_npy(map.bytes(), path);
-    }
+    if (file.is_regular() && file.size() > 0 && file.map()) return parse_npy(file.bytes(), path);
     std::string bytes;
     std::optional<Layout> layout;
     char buffer[1 << 16];
@@ -369,7 +330,7 @@ NpyArray read_npy(const std::string& path) {
         if (layout && bytes.size() > layout->data_offset + layout->data_bytes)
             fail(path, "data continues past the " + std::to_string(layout->data_bytes) + " bytes that shape " +
                            shape_string(layout->shape) + " of float32 needs (trailing bytes)");
-        const ssize_t n = ::read(fd.get(), buffer, sizeof buffer);
+        const ssize_t n = ::read(file.fd(), buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) fail(path, std::string("cannot read: ") + std::strerror(errno));
         if (n == 0) break;
@@ -396,8 +357,7 @@ std::string npy_preamble(const std::string& dict) {
         major = 2;
     }
     if (header.size() > 0xFFFFFFFFu)
-        throw Error(Status::invalid_argument, "npy: header of " + std::to_string(header.size()) +
-                                                  " bytes does not fit a .npy file");
+        invalid("npy: header of " + std::to_string(header.size()) + " bytes does not fit a .npy file");
     std::string out(kMagic, kMagicSize);
     out += static_cast<char>(major);
     out += '\0';
@@ -409,7 +369,7 @@ std::string npy_preamble(const std::string& dict) {
 
 std::string npy_bytes(const float* data, const std::vector<std::int64_t>& shape) {
     const std::size_t bytes = data_bytes(shape, "npy_bytes");
-    if (bytes && !data) throw Error(Status::invalid_argument, "npy_bytes: data is null");
+    if (bytes && !data) invalid("npy_bytes: data is null");
     std::string out = npy_preamble(npy_header_dict(shape));
     if (bytes) out.append(reinterpret_cast<const char*>(data), bytes);
     return out;

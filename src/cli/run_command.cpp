@@ -5,6 +5,7 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
+#include "common/messages.hpp"
 #include "atomic_file.hpp"
 #include "help_text.hpp"
 #include "cli/npy.hpp"
@@ -14,9 +15,7 @@
 namespace swiglu::cli {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-    throw Error(Status::invalid_argument, message);
-}
+using detail::invalid;
 
 detail::NpyArray read_input(const std::string& path) {
     detail::NpyArray x;

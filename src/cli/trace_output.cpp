@@ -6,15 +6,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/messages.hpp"
 #include "atomic_file.hpp"
 #include "npy_output.hpp"
 
 namespace swiglu::cli {
 namespace {
 
-[[noreturn]] void invalid(const std::string& message) {
-    throw Error(Status::invalid_argument, message);
-}
+using detail::invalid;
 
 std::string without_trailing_slashes(std::string dir) {
     while (dir.size() > 1 && dir.back() == '/') dir.pop_back();

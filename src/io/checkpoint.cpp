@@ -15,6 +15,8 @@
 
 #include <set>
 
+#include "common/messages.hpp"
+#include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
 
 namespace swiglu {
@@ -23,6 +25,7 @@ namespace {
 
 using detail::TensorDtype;
 using detail::quote_name;
+using detail::shape_text;
 using detail::SafetensorsFile;
 using detail::TensorInfo;
 
@@ -61,12 +64,6 @@ constexpr std::size_t kListedLayers = 20;
 [[noreturn]] void fail(const SafetensorsFile& file, const std::string& what,
                        Status status = Status::invalid_argument) {
     throw Error(status, file.label() + ": " + what);
-}
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
 }
 
 std::string layer_prefix(const std::string& layer) { return "model.layers." + layer + ".mlp."; }
@@ -303,11 +300,6 @@ WeightView LoadedWeights::down_view() const {
 
 LoadedWeights load_weights(const std::string& path, const WeightSelector& selector) {
     return detail::load_weights(SafetensorsFile::open(path), selector);
-}
-
-Ffn load_ffn(const std::string& path, const WeightSelector& selector, const Options& options) {
-    const LoadedWeights w = load_weights(path, selector);
-    return Ffn(w.gate_view(), w.up_view(), w.down_view(), options);
 }
 
 }  // namespace swiglu

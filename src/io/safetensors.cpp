@@ -9,15 +9,12 @@
 #include <limits>
 #include <unordered_set>
 
-#include <fcntl.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
 
 #include <swiglu/swiglu.hpp>
 
+#include "common/mapped_file.hpp"
+#include "common/messages.hpp"
 #include "io/half.hpp"
 
 // Tensor bytes are little-endian; we memcpy them straight into host values.
@@ -73,19 +70,11 @@ std::string known_dtypes() {
 // files knows which one is broken.
 struct Reporter {
     const std::string& label;
-    [[noreturn]] void fail(const std::string& what) const {
-        throw Error(Status::invalid_argument, label + ": " + what);
-    }
+    [[noreturn]] void fail(const std::string& what) const { invalid(label + ": " + what); }
     [[noreturn]] void fail(const std::string& tensor, const std::string& what) const {
         fail("tensor " + quote_name(tensor) + ": " + what);
     }
 };
-
-std::string shape_text(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 std::string range_text(std::uint64_t begin, std::uint64_t end) {
     return "[" + std::to_string(begin) + ", " + std::to_string(end) + "]";
@@ -381,31 +370,16 @@ std::string quote_name(std::string_view name) {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        throw Error(Status::invalid_argument, path + ": cannot open: " + std::strerror(errno));
-    // The descriptor is only needed until the mapping exists.
-    struct Closer {
-        int fd;
-        ~Closer() { ::close(fd); }
-    } closer{fd};
-    struct stat st;
-    if (::fstat(fd, &st) != 0)
-        throw Error(Status::invalid_argument, path + ": cannot stat: " + std::strerror(errno));
-    if (!S_ISREG(st.st_mode))
-        throw Error(Status::invalid_argument, path + ": not a regular file");
+    const auto mapped = std::make_shared<MappedFile>(path);
+    if (!mapped->is_regular()) invalid(path + ": not a regular file");
 
     SafetensorsFile file;
     file.label_ = path;
-    file.size_ = static_cast<std::size_t>(st.st_size);
+    file.size_ = mapped->size();
     if (file.size_ > 0) {  // mmap refuses length 0; parse() reports the short file
-        void* p = ::mmap(nullptr, file.size_, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED)
-            throw Error(Status::invalid_argument, path + ": cannot mmap: " + std::strerror(errno));
-        const std::size_t size = file.size_;
-        file.owner_ = std::shared_ptr<const unsigned char>(
-            static_cast<const unsigned char*>(p),
-            [size](const unsigned char* q) { ::munmap(const_cast<unsigned char*>(q), size); });
+        if (!mapped->map()) invalid(path + ": cannot mmap: " + std::strerror(errno));
+        // The bytes keep the mapping alive, in this object and its copies.
+        file.owner_ = std::shared_ptr<const unsigned char>(mapped, mapped->data());
         file.bytes_ = file.owner_.get();
     }
     // Note: if another process truncates the file while it is mapped, reads
@@ -416,7 +390,7 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
 
 SafetensorsFile SafetensorsFile::from_memory(const void* data, std::size_t size, std::string label) {
     if (!data && size > 0)
-        throw Error(Status::invalid_argument, label + ": data is null but size is " + std::to_string(size));
+        invalid(label + ": data is null but size is " + std::to_string(size));
     SafetensorsFile file;
     file.label_ = std::move(label);
     file.bytes_ = static_cast<const unsigned char*>(data);
@@ -486,8 +460,7 @@ const unsigned char* SafetensorsFile::tensor_data(const TensorInfo& tensor) cons
     const TensorInfo* own = find(tensor.name);
     if (!own || own->offset != tensor.offset || own->bytes != tensor.bytes ||
         own->dtype != tensor.dtype || own->elements != tensor.elements)
-        throw Error(Status::invalid_argument,
-                    label_ + ": tensor " + quote_name(tensor.name) + " is not a tensor of this file");
+        invalid(label_ + ": tensor " + quote_name(tensor.name) + " is not a tensor of this file");
     return bytes_ + 8 + header_length_ + own->offset;
 }
 

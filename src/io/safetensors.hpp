@@ -99,13 +99,3 @@ private:
 std::string quote_name(std::string_view name);
 
 }  // namespace swiglu::detail
-
-namespace swiglu {
-struct LoadedWeights;
-struct WeightSelector;
-namespace detail {
-// load_weights() on a file already opened (from disk or memory), for tests
-// and fuzzers that have no file system path. Implemented in checkpoint.cpp.
-LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& selector);
-}  // namespace detail
-}  // namespace swiglu

@@ -1,0 +1,44 @@
+#include "common/mapped_file.hpp"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/messages.hpp"
+
+namespace swiglu::detail {
+
+MappedFile::MappedFile(const std::string& path) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) invalid(path + ": cannot open: " + std::strerror(errno));
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) {
+        // No destructor runs for a constructor that throws: close here.
+        const std::string message = path + ": cannot stat: " + std::strerror(errno);
+        ::close(fd_);
+        invalid(message);
+    }
+    regular_ = S_ISREG(st.st_mode);
+    directory_ = S_ISDIR(st.st_mode);
+    size_ = static_cast<std::size_t>(st.st_size);
+}
+
+MappedFile::~MappedFile() {
+    if (data_) ::munmap(const_cast<unsigned char*>(data_), size_);
+    if (fd_ >= 0) ::close(fd_);
+}
+
+bool MappedFile::map() {
+    void* p = ::mmap(nullptr, size_, PROT_READ, MAP_PRIVATE, fd_, 0);
+    if (p == MAP_FAILED) return false;
+    data_ = static_cast<const unsigned char*>(p);
+    ::close(fd_);
+    fd_ = -1;
+    return true;
+}
+
+}  // namespace swiglu::detail

@@ -1,7 +1,7 @@
 // The C API: every function, every error path, sizes, thread counts and
 // overflows at their boundaries; no exception escapes, and a refused call
-// leaves y and the handle as they were. (Many threads on one handle:
-// test_concurrency.cpp.)
+// leaves y and the handle as they were. (Its thread safety, error messages
+// included, is in test_concurrency.cpp.)
 #include <doctest/doctest.h>
 
 #include <climits>
@@ -9,7 +9,6 @@
 #include <cstring>
 #include <limits>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -193,15 +192,6 @@ TEST_CASE("status names") {
     CHECK(std::string(swiglu_status_name(SWIGLU_INTERNAL)) == "SWIGLU_INTERNAL");
     CHECK(std::string(swiglu_status_name(static_cast<swiglu_status>(42))) ==
           "SWIGLU_UNKNOWN_STATUS");
-}
-
-TEST_CASE("errors are per thread") {
-    swiglu_ffn* ffn = nullptr;
-    CHECK(swiglu_ffn_create(nullptr, nullptr, nullptr, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
-    std::string other;
-    std::thread([&] { other = swiglu_last_error(); }).join();
-    CHECK(other.empty());
-    CHECK(!std::string(swiglu_last_error()).empty());
 }
 
 TEST_CASE("C API: sizes, thread counts and overflows at their boundaries") {

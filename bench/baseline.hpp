@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "shapes.hpp"
+#include "weights.hpp"
 #include "swiglu/swiglu.hpp"
 
 namespace swiglu_bench {

@@ -34,9 +34,12 @@
 #include <utility>
 #include <vector>
 
+#include "ffn_bench.hpp"
+
 #include "baseline.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
+#include "weights.hpp"
 #include "swiglu/swiglu.hpp"
 
 namespace swiglu_bench {
@@ -64,13 +67,15 @@ struct Verified {
                                  // dtype's own baseline can't run here)
 };
 
-// Holds the weights of one shape, at most one Ffn and at most one Baseline,
-// so llama7b (541 MB per f32 copy) keeps at most three copies alive: the
+// What the benchmarks of one shape share: its weights, at most one Ffn and
+// at most one Baseline built from them, the input and output buffers, and
+// which (tokens, threads, dtype) have been checked against the baseline.
+// One of each keeps llama7b (541 MB per f32 copy) at most three copies alive: the
 // source weights, the Ffn's packed copy and the baseline's packed copy (half
 // or a quarter of that for bf16 and int8). Benchmarks are registered shape by
 // shape, then dtype by dtype, then threads by threads, so each object is
 // built once and reused across token counts.
-class Workspace {
+class BlockFixture {
 public:
     void use_shape(const Shape& s) {
         if (w_ && std::strcmp(w_->shape.name, s.name) == 0) return;
@@ -190,9 +195,9 @@ private:
     std::map<Dtype, std::string> ffn_unsupported_, base_unsupported_;
 };
 
-Workspace& workspace() {
-    static Workspace ws;
-    return ws;
+BlockFixture& fixture() {
+    static BlockFixture fx;
+    return fx;
 }
 
 double roofline_seconds(const Shape& s, std::int64_t tokens, int threads, Dtype dtype) {
@@ -245,13 +250,13 @@ void skip_on_error(benchmark::State& st, Body&& body) {
 void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens,
                  int threads) {
     skip_on_error(st, [&] {
-        Workspace& ws = workspace();
-        ws.use_shape(*s);
-        ws.baseline(tokens, threads, dtype);  // throws here if it can't run
-        ws.verify(tokens, threads, threads, dtype);
-        Baseline& base = ws.baseline(tokens, threads, dtype);  // sets omp_set_num_threads
-        const float* x = ws.x();
-        float* y = ws.y();
+        BlockFixture& fx = fixture();
+        fx.use_shape(*s);
+        fx.baseline(tokens, threads, dtype);  // throws here if it can't run
+        fx.verify(tokens, threads, threads, dtype);
+        Baseline& base = fx.baseline(tokens, threads, dtype);  // sets omp_set_num_threads
+        const float* x = fx.x();
+        float* y = fx.y();
         base.forward(x, y);  // warm
         const auto t0 = Clock::now();
         for (auto _ : st) base.forward(x, y);
@@ -263,12 +268,12 @@ void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t
 
 void bm_ffn(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens, int threads) {
     skip_on_error(st, [&] {
-        Workspace& ws = workspace();
-        ws.use_shape(*s);
-        ws.verify(tokens, threads, threads, dtype);
-        const swiglu::Ffn& ffn = ws.ffn(threads, dtype);
-        const float* x = ws.x();
-        float* y = ws.y();
+        BlockFixture& fx = fixture();
+        fx.use_shape(*s);
+        fx.verify(tokens, threads, threads, dtype);
+        const swiglu::Ffn& ffn = fx.ffn(threads, dtype);
+        const float* x = fx.x();
+        float* y = fx.y();
         ffn.forward(x, y, tokens);  // warm
         const auto t0 = Clock::now();
         for (auto _ : st) ffn.forward(x, y, tokens);
@@ -388,17 +393,17 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                 "ms/call", "GFLOP/s", "GB/s", "roof%", "bf16pk%", "base_ms", "speedup");
     std::fflush(stdout);
     std::vector<std::string> notes;
-    Workspace& ws = workspace();
+    BlockFixture& fx = fixture();
     const auto t_start = Clock::now();
     try {
         for (const Shape& s : all_shapes()) {
             if (quick && is_big(s)) continue;
-            ws.use_shape(s);
+            fx.use_shape(s);
             for (Dtype dtype : dtypes) {
                 const char* dn = swiglu::dtype_name(dtype);
                 swiglu::Ffn* ffn = nullptr;
                 try {
-                    ffn = &ws.ffn(0, dtype);
+                    ffn = &fx.ffn(0, dtype);
                 } catch (const swiglu::Error& e) {
                     if (e.status() != swiglu::Status::unsupported) throw;
                     std::printf("%-8s %-5s   skipped: %s\n", s.name, dn, e.what());
@@ -409,13 +414,13 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                 const swiglu::Implementation impl = ffn->implementation();
                 std::string base_impl, diffs;
                 for (std::int64_t m : {std::int64_t(1), std::int64_t(16), std::int64_t(512)}) {
-                    const Verified v = ws.verify(m, 0, threads, dtype);
-                    ffn = &ws.ffn(0, dtype);
-                    const float* x = ws.x();
-                    float* y = ws.y();
+                    const Verified v = fx.verify(m, 0, threads, dtype);
+                    ffn = &fx.ffn(0, dtype);
+                    const float* x = fx.x();
+                    float* y = fx.y();
                     double t_base = NAN;
                     try {
-                        Baseline& base = ws.baseline(m, threads, dtype);
+                        Baseline& base = fx.baseline(m, threads, dtype);
                         base_impl = base.implementation();
                         t_base = time_call([&] { base.forward(x, y); });
                     } catch (const swiglu::Error& e) {

@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "ffn_bench.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
 

@@ -172,15 +172,6 @@ TEST_CASE("the caller's weight buffers are not kept") {
     CHECK(run(ffn, x, 3) == before);
 }
 
-TEST_CASE("moving an Ffn keeps it working") {
-    RandomBlock b(7, 13, Layout::in_out, 2);
-    Ffn a(b.gate_view(), b.up_view(), b.down_view());
-    const auto x = test::random_input(2, 7, 4);
-    const auto expected = run(a, x, 2);
-    Ffn c = std::move(a);
-    CHECK(run(c, x, 2) == expected);
-}
-
 TEST_CASE("the matmuls run on an optimised oneDNN kernel, never the reference one") {
     RandomBlock b(384, 1024, Layout::out_in, 3);
     Ffn ffn(b.gate_view(), b.up_view(), b.down_view());

@@ -1,10 +1,15 @@
-// The C API: every function, every error path; no exception escapes.
+// The C API: every function, every error path, sizes, thread counts and
+// overflows at their boundaries; no exception escapes, and a refused call
+// leaves y and the handle as they were. (Its thread safety, error messages
+// included, is in test_concurrency.cpp.)
 #include <doctest/doctest.h>
 
+#include <climits>
+#include <cstdint>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <utility>
-#include <thread>
 #include <vector>
 
 #include <swiglu/swiglu.h>
@@ -19,6 +24,14 @@ using swiglu::test::RandomBlock;
 
 using swiglu::test::c_weight;
 using swiglu::test::error_mentions;
+
+namespace {
+
+swiglu_options c_options(int threads, swiglu_dtype dtype = SWIGLU_DTYPE_F32) {
+    return {threads, dtype};
+}
+
+}  // namespace
 
 TEST_SUITE("c_api") {
 
@@ -181,13 +194,113 @@ TEST_CASE("status names") {
           "SWIGLU_UNKNOWN_STATUS");
 }
 
-TEST_CASE("errors are per thread") {
-    swiglu_ffn* ffn = nullptr;
-    CHECK(swiglu_ffn_create(nullptr, nullptr, nullptr, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
-    std::string other;
-    std::thread([&] { other = swiglu_last_error(); }).join();
-    CHECK(other.empty());
-    CHECK(!std::string(swiglu_last_error()).empty());
+TEST_CASE("C API: sizes, thread counts and overflows at their boundaries") {
+    RandomBlock b(7, 13, swiglu::Layout::out_in, 44);
+    const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
+                        dn = c_weight(b.down_view());
+    swiglu_ffn* ffn = reinterpret_cast<swiglu_ffn*>(0x1);
+
+    const char* names[3] = {"gate", "up", "down"};
+    for (int which = 0; which < 3; ++which) {
+        for (int64_t value : {int64_t{0}, int64_t{-7}}) {
+            swiglu_weight w[3] = {g, u, dn};
+            w[which].rows = value;
+            CHECK(swiglu_ffn_create(&w[0], &w[1], &w[2], nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
+            CHECK(ffn == nullptr);
+            CHECK(error_mentions(names[which]));
+            CHECK(error_mentions("must be >= 1"));
+        }
+        swiglu_weight w[3] = {g, u, dn};
+        w[which].layout = static_cast<swiglu_layout>(-1);
+        CHECK(swiglu_ffn_create(&w[0], &w[1], &w[2], nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
+        CHECK(error_mentions("layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got -1)"));
+    }
+    for (int threads : {-1, 4097, 1 << 20, INT_MAX, INT_MIN}) {
+        const swiglu_options options = c_options(threads);
+        CHECK(swiglu_ffn_create(&g, &u, &dn, &options, &ffn) == SWIGLU_INVALID_ARGUMENT);
+        CHECK(error_mentions("threads"));
+        CHECK(error_mentions(std::to_string(threads).c_str()));
+        CHECK(ffn == nullptr);
+    }
+
+    const float one = 1.0f;
+    const int64_t big = int64_t{1} << 31;
+    const swiglu_weight huge = {&one, big, big, SWIGLU_LAYOUT_OUT_IN};
+    CHECK(swiglu_ffn_create(&huge, &huge, &huge, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("overflows"));
+    // Fits in 64 bits, but no machine has 192 TiB: out of memory, not a crash,
+    // and nothing read from the one float behind the view.
+    const int64_t n22 = int64_t{1} << 22;
+    const swiglu_weight vast = {&one, n22, n22, SWIGLU_LAYOUT_OUT_IN};
+    CHECK(swiglu_ffn_create(&vast, &vast, &vast, nullptr, &ffn) == SWIGLU_OUT_OF_MEMORY);
+    CHECK(error_mentions("cannot allocate"));
+    CHECK(ffn == nullptr);
+
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, nullptr, &ffn) == SWIGLU_OK);
+    const auto x = swiglu::test::random_input(3, 7, 2);
+    std::vector<float> expected(x.size()), y(x.size(), 9.0f);
+    REQUIRE(swiglu_ffn_forward(ffn, x.data(), expected.data(), 3) == SWIGLU_OK);
+    const int64_t tokens = std::numeric_limits<int64_t>::max() / 4 / 7 + 1;
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), tokens) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("overflows"));
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), std::numeric_limits<int64_t>::min()) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(y == std::vector<float>(x.size(), 9.0f));
+    // tokens = 0 is a no-op, null pointers included.
+    CHECK(swiglu_ffn_forward(ffn, nullptr, nullptr, 0) == SWIGLU_OK);
+    // The handle is unchanged by the refused calls.
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 3) == SWIGLU_OK);
+    CHECK(y == expected);
+    int64_t f = 0;
+    CHECK(swiglu_ffn_dims(ffn, nullptr, &f) == SWIGLU_OK);
+    CHECK(f == 13);
+    swiglu_ffn_destroy(ffn);
+}
+
+TEST_CASE("C API: a checkpoint with a bad thread count or an unconvertible dtype") {
+    RandomBlock b(4, 8, swiglu::Layout::out_in, 45);
+    const std::string dir = swiglu::test::temp_dir();
+    const std::string good = dir + "/good.safetensors", i32 = dir + "/i32.safetensors";
+    const std::string p = "model.layers.0.mlp.";
+    swiglu::test::write_file(good, swiglu::test::safetensors_bytes({
+        {p + "gate_proj.weight", "F32", {8, 4}, b.gate},
+        {p + "up_proj.weight", "F32", {8, 4}, b.up},
+        {p + "down_proj.weight", "F32", {4, 8}, b.down},
+    }));
+    swiglu::test::write_file(i32, swiglu::test::safetensors_bytes({
+        {p + "gate_proj.weight", "I32", {8, 4}, b.gate},
+        {p + "up_proj.weight", "F32", {8, 4}, b.up},
+        {p + "down_proj.weight", "F32", {4, 8}, b.down},
+    }));
+    swiglu_ffn* ffn = reinterpret_cast<swiglu_ffn*>(0x1);
+    const swiglu_options negative = {-1, SWIGLU_DTYPE_F32}, absurd = {5000, SWIGLU_DTYPE_F32};
+    CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, nullptr, &negative, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("threads"));
+    CHECK(ffn == nullptr);
+    CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, nullptr, &absurd, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("5000"));
+    swiglu_options bad_dtype = c_options(1);
+    const int minus_one = -1;
+    std::memcpy(&bad_dtype.dtype, &minus_one, sizeof(minus_one));
+    CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, nullptr, &bad_dtype, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("dtype"));
+    CHECK(error_mentions("(got -1)"));
+    CHECK(ffn == nullptr);
+    CHECK(swiglu_ffn_create_from_safetensors(i32.c_str(), 0, nullptr, nullptr, &ffn) == SWIGLU_UNSUPPORTED);
+    CHECK(error_mentions("I32"));
+    CHECK(error_mentions("i32.safetensors"));
+    CHECK(ffn == nullptr);
+    // A layer and a prefix together are refused, naming both.
+    CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, "model.layers.0.mlp.", nullptr, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("not both"));
+    CHECK(ffn == nullptr);
+    // The empty prefix means no prefix.
+    REQUIRE(swiglu_ffn_create_from_safetensors(good.c_str(), -1, "", nullptr, &ffn) == SWIGLU_OK);
+    swiglu_ffn_destroy(ffn);
 }
 
 }  // TEST_SUITE

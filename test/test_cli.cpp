@@ -24,6 +24,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
+#include "dtypes.hpp"
 #include "cli/npy.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
@@ -221,7 +222,7 @@ TEST_CASE("--dtype runs the same block in bf16 and int8, and is the library's bl
     Fixture fx;
     const std::vector<float> x = test::random_input(6, kD, 12);
     write_npy(fx.x_path, x, {6, kD});
-    for (Dtype dtype : {Dtype::bf16, Dtype::int8}) {
+    for (Dtype dtype : test::kReducedDtypes) {
         CAPTURE(std::string(dtype_name(dtype)));
         std::vector<std::string> args = fx.run_args(fx.one, fx.x_path);
         args.insert(args.end(), {"--dtype", dtype_name(dtype)});

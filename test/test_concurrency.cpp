@@ -1,9 +1,10 @@
-// One Ffn shared by 16 threads, each calling forward with varying token
-// counts (in place, (B, T, d), traced) for a bounded time: every output must
-// be bit-identical to a serial call on a one-thread Ffn. The same through the
-// C API, with failing calls mixed in to show that each thread's error message
-// is its own. 16 callers is twice the Ffn's workspace slots, so calls also
-// take the overflow path (scratch of their own).
+// Many callers at once. One Ffn shared by 16 threads, each calling forward
+// with varying token counts (in place, (B, T, d), traced) for a bounded time:
+// every output must be bit-identical to a serial call on a one-thread Ffn.
+// The same through the C API, with failing calls mixed in to show that each
+// thread's error message is its own. 16 callers is twice the Ffn's workspace
+// slots, so calls also take the overflow path (scratch of their own).
+// (Bit-identical results for any thread count of one Ffn: test_threads.cpp.)
 //
 // Time: about 0.8 s per case; SWIGLU_CONCURRENCY_SECONDS=N runs each case N
 // seconds (longer soaks). Every thread makes at least 3 calls whatever the
@@ -32,7 +33,7 @@ namespace {
 constexpr int kThreads = 16;
 constexpr int kMinCalls = 3;
 // Token counts around the row-tile heights and the 256-row chunk.
-constexpr std::int64_t kTokenCounts[] = {1, 2, 3, 5, 16, 63, 64, 65, 130, 256, 257, 300};
+constexpr std::int64_t kTokenCounts[] = {1, 2, 3, 5, 7, 16, 63, 64, 65, 130, 256, 257, 300};
 constexpr std::size_t kCounts = sizeof(kTokenCounts) / sizeof(kTokenCounts[0]);
 
 double budget_seconds() {
@@ -145,6 +146,13 @@ TEST_CASE("16 threads on one C handle: bit-identical, and error messages stay pe
                         u = {b.up.data(), d, f, SWIGLU_LAYOUT_IN_OUT},
                         dn = {b.down.data(), f, d, SWIGLU_LAYOUT_IN_OUT};
     swiglu_ffn* ffn = nullptr;
+    // Before any sharing: a failed call's message is this thread's alone.
+    CHECK(swiglu_ffn_create(nullptr, nullptr, nullptr, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    std::string other;
+    std::thread([&] { other = swiglu_last_error(); }).join();
+    CHECK(other.empty());
+    CHECK(!std::string(swiglu_last_error()).empty());
+
     const swiglu_options two_threads = {2, SWIGLU_DTYPE_F32};
     REQUIRE(swiglu_ffn_create(&g, &u, &dn, &two_threads, &ffn) == SWIGLU_OK);
 

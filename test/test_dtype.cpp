@@ -17,6 +17,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
+#include "dtypes.hpp"
 #include "kernels/convert.hpp"
 #include "reference.hpp"
 
@@ -153,7 +154,7 @@ TEST_CASE("int8 matches its simulation tightly and fp64 within the format's erro
 TEST_CASE("reduced precision: bit-identical for any thread count, chunks, in place") {
     // 1100 x 700: int8 quantises act in a separate step (see kShapes).
     for (const auto& [d, f] : {std::pair<std::int64_t, std::int64_t>{384, 1024}, {1100, 700}})
-    for (Dtype dtype : {Dtype::bf16, Dtype::int8}) {
+    for (Dtype dtype : test::kReducedDtypes) {
         if (dtype == Dtype::int8 && !test::int8_supported()) continue;
         RandomBlock b(d, f, Layout::out_in, 9);
         Ffn serial(b.gate_view(), b.up_view(), b.down_view(), Options{1, dtype});
@@ -176,7 +177,7 @@ TEST_CASE("reduced precision: bit-identical for any thread count, chunks, in pla
 TEST_CASE("reduced precision: known values and what runs") {
     const float wg[3] = {-1, 0, 1}, wu[3] = {2, 3, 4}, ones[3] = {1, 1, 1};
     const float x = 1.0f;
-    for (Dtype dtype : {Dtype::bf16, Dtype::int8}) {
+    for (Dtype dtype : test::kReducedDtypes) {
         if (dtype == Dtype::int8 && !test::int8_supported()) continue;
         Ffn ffn(WeightView::in_out(wg, 1, 3), WeightView::in_out(wu, 1, 3),
                 WeightView::in_out(ones, 3, 1), Options{1, dtype});

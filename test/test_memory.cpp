@@ -22,8 +22,8 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "dtypes.hpp"
 #include "process_memory.hpp"
-
 #include "reference.hpp"
 
 using namespace swiglu;
@@ -100,7 +100,7 @@ TEST_CASE("peak RSS of forward does not grow with the token count") {
     const test::RandomBlock b(d, f, Layout::out_in, 2);
     const long act_per_token_kib = f * 4 / 1024;
 
-    for (Dtype dtype : {Dtype::f32, Dtype::bf16, Dtype::int8}) {
+    for (Dtype dtype : test::kDtypes) {
         CAPTURE(std::string(dtype_name(dtype)));
         long first_1 = 0, then_many = 0, first_many = 0;
         try {
@@ -150,7 +150,7 @@ TEST_CASE("a block too large to allocate fails with a clear error and reads noth
         bool needs_overcommit_check;
     };
     for (const Case c : {Case{22, false}, Case{20, true}})
-    for (Dtype dtype : {Dtype::f32, Dtype::bf16, Dtype::int8}) {
+    for (Dtype dtype : test::kDtypes) {
         CAPTURE(c.log2);
         CAPTURE(std::string(dtype_name(dtype)));
         // With vm.overcommit_memory = 1 the kernel grants any address space

@@ -1,17 +1,26 @@
-// The .npy reader and writer: round trips, numpy's exact layout, and every
-// way a file can be malformed (each must be rejected with a message that
-// names the file and the problem).
+// The .npy reader and writer: round trips, numpy's exact layout, every way
+// a file can be malformed (each must be rejected with a message that names
+// the file and the problem), and input that arrives as a stream (a pipe, a
+// device).
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <csignal>
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
 #include <vector>
+
+#include <pthread.h>
+#include <unistd.h>
 
 #include <swiglu/swiglu.hpp>
 
 #include "cli/npy.hpp"
+#include "error_checks.hpp"
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;
@@ -19,6 +28,7 @@ using detail::NpyArray;
 using detail::npy_bytes;
 using detail::npy_preamble;
 using detail::parse_npy;
+using swiglu::test::expect_error;
 
 namespace {
 
@@ -278,6 +288,60 @@ TEST_CASE("the writer rejects shapes it cannot write") {
     CHECK_THROWS_WITH_AS(npy_bytes(&x, {-1}), doctest::Contains("negative dimension"), Error);
     CHECK_THROWS_WITH_AS(npy_bytes(nullptr, {2}), doctest::Contains("data is null"), Error);
     CHECK(npy_bytes(nullptr, {0, 4}).size() == 128);  // an empty array needs no data
+}
+
+TEST_CASE("a streamed input is checked as it arrives and never buffered without bound") {
+    // /dev/zero: refused at the first byte.
+    expect_error([] { (void)detail::read_npy("/dev/zero"); }, Status::invalid_argument,
+                 {"/dev/zero", "not a .npy file"});
+
+    // A pipe: a valid (2, 3) array, then data that never ends. The reader
+    // stops one byte past the announced 24 bytes; the writer then fails
+    // with EPIPE and stops.
+    const std::vector<float> values = {1, 2, 3, 4, 5, 6};
+    const std::string good = detail::npy_bytes(values.data(), {2, 3});
+    auto through_pipe = [&](const std::string& head, bool endless) {
+        int fds[2];
+        REQUIRE(::pipe(fds) == 0);
+        std::thread writer([&, fd = fds[1]] {
+            // EPIPE instead of a signal once the reader is gone: SIGPIPE is
+            // sent to the writing thread, where it stays pending, blocked.
+            sigset_t pipe_signal;
+            sigemptyset(&pipe_signal);
+            sigaddset(&pipe_signal, SIGPIPE);
+            pthread_sigmask(SIG_BLOCK, &pipe_signal, nullptr);
+            std::size_t sent = 0;
+            while (sent < head.size()) {
+                const ssize_t n = ::write(fd, head.data() + sent, head.size() - sent);
+                if (n <= 0) break;
+                sent += static_cast<std::size_t>(n);
+            }
+            const std::string filler(1 << 16, 'y');
+            while (endless && sent == head.size() && ::write(fd, filler.data(), filler.size()) > 0) {
+            }
+            ::close(fd);
+        });
+        const std::string path = "/dev/fd/" + std::to_string(fds[0]);
+        std::string error;
+        detail::NpyArray out;
+        try {
+            out = detail::read_npy(path);
+        } catch (const Error& e) {
+            error = e.what();
+        }
+        ::close(fds[0]);
+        writer.join();
+        return std::make_pair(out, error);
+    };
+    auto [array, error] = through_pipe(good, false);
+    CHECK(error.empty());
+    CHECK(array.shape == std::vector<std::int64_t>{2, 3});
+    CHECK(array.data == values);
+    std::tie(array, error) = through_pipe(good, true);
+    CHECK(error.find("data continues past the 24 bytes") != std::string::npos);
+    // A header length the limit refuses before any of it is read.
+    std::tie(array, error) = through_pipe(std::string("\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12), true);
+    CHECK(error.find("exceeds the limit") != std::string::npos);
 }
 
 }  // TEST_SUITE

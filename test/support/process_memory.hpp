@@ -1,5 +1,6 @@
 // This process's memory as Linux reports it, for the peak-RSS checks of
-// swiglu_peak_rss and of the `memory` test suite (header-only: both use it).
+// the `memory` test suite and of swiglu_peak_rss (header-only: both use it;
+// bench/CMakeLists.txt adds this folder to swiglu_peak_rss's include path).
 #pragma once
 
 #include <cstdio>

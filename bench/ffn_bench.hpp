@@ -1,0 +1,40 @@
+// What ffn_bench.cpp offers main.cpp: the library's defaults and what runs
+// underneath, the thread counts, the ffn/baseline benchmarks and --profile.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "swiglu/swiglu.hpp"
+
+namespace swiglu_bench {
+
+// What swiglu::Options{threads = 0} resolves to and what runs underneath,
+// from small Ffns (one per dtype) built at start-up; `error` is set (and
+// threads falls back to this process's CPU affinity count) when building the
+// f32 one failed. `matmul` and `dtype_error` are per dtype (indexed by
+// int(swiglu::Dtype)): the implementation, or why that dtype can't run here.
+struct LibraryInfo {
+    int threads_default = 1;
+    std::string matmul, activation, error;
+    std::string dtype_matmul[3], dtype_error[3];
+};
+LibraryInfo library_info();
+
+// Thread counts of the ffn/baseline benchmarks: 1, 2, and the default when > 2.
+std::vector<int> bench_thread_counts(int threads_default);
+
+// Registers baseline/<shape>/<dtype>/M:<tokens>/T:<threads> and
+// ffn/<shape>/<dtype>/M:<tokens>/T:<threads> for each of `dtypes`: shape by
+// shape (llama7b last, skipped when `quick`), then by dtype, then by threads,
+// then by tokens, baseline before ffn. This order keeps one shape's weights,
+// one Ffn and one baseline alive at a time, each built as rarely as possible.
+void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
+                             const std::vector<swiglu::Dtype>& dtypes);
+
+// --profile: glass, cyber and llama7b (unless `quick`) at 1, 16 and 512
+// tokens on all cores, ffn and baseline, for each of `dtypes`; prints one
+// table. Returns the exit status.
+int run_profile(bool quick, const std::vector<swiglu::Dtype>& dtypes);
+
+}  // namespace swiglu_bench

@@ -8,6 +8,7 @@
 #include <new>
 
 #include "kernels/f32_silu_mul.hpp"
+#include "common/messages.hpp"
 #include "core/cpu_info.hpp"
 #include "core/forward.hpp"
 #include "onednn/matmul.hpp"
@@ -47,11 +48,11 @@ namespace {
 // The largest thread count we accept: beyond this it is a mistake, not a machine.
 constexpr int kMaxThreads = 4096;
 
-[[noreturn]] void invalid(const std::string& message) {
-    throw Error(Status::invalid_argument, message);
-}
+using detail::invalid;
 
-std::string shape(const WeightView& w) {
+// A view as the caller passed it, "(rows, cols) layout": the messages name
+// what the caller wrote, not the (in, out) it means.
+std::string view_text(const WeightView& w) {
     return "(" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + ") " +
            (w.layout == Layout::out_in ? "out_in" : "in_out");
 }
@@ -62,7 +63,7 @@ void check_view(const char* name, const WeightView& w) {
         invalid(who + ": layout must be Layout::out_in or Layout::in_out (got " +
                 std::to_string(static_cast<int>(w.layout)) + ")");
     if (w.rows < 1 || w.cols < 1)
-        invalid(who + ": rows and cols must be >= 1 (got " + shape(w) + ")");
+        invalid(who + ": rows and cols must be >= 1 (got " + view_text(w) + ")");
     if (!w.data) invalid(who + ": data is null");
 }
 
@@ -75,9 +76,9 @@ void check_weights(const WeightView& gate, const WeightView& up, const WeightVie
     const std::int64_t d = gate.in_features(), f = gate.out_features();
     const std::string expect_df = "(in d = " + std::to_string(d) + ", out f = " + std::to_string(f) + ")";
     if (up.in_features() != d || up.out_features() != f)
-        invalid("Ffn: up is " + shape(up) + ", must map like gate " + expect_df);
+        invalid("Ffn: up is " + view_text(up) + ", must map like gate " + expect_df);
     if (down.in_features() != f || down.out_features() != d)
-        invalid("Ffn: down is " + shape(down) + ", must map f -> d: (in " + std::to_string(f) +
+        invalid("Ffn: down is " + view_text(down) + ", must map f -> d: (in " + std::to_string(f) +
                 ", out " + std::to_string(d) + ")");
     std::int64_t bytes = 0;
     if (__builtin_mul_overflow(d, f, &bytes) || __builtin_mul_overflow(bytes, 12, &bytes) ||
@@ -160,7 +161,7 @@ void FfnImpl::forward(const float* x, float* y, std::int64_t tokens,
 namespace {
 // Runs `f`, turning the exceptions of our dependencies into swiglu::Error.
 template <class F>
-auto guarded(const char* what, F&& f) -> decltype(f()) {
+auto errors_as_swiglu(const char* what, F&& f) -> decltype(f()) {
     try {
         return f();
     } catch (const Error&) {
@@ -180,7 +181,7 @@ Ffn::Ffn(const WeightView& gate, const WeightView& up, const WeightView& down,
     check_weights(gate, up, down);
     check_dtype(options.dtype);
     const int threads = resolve_threads(options.threads);
-    impl_ = guarded("Ffn", [&] {
+    impl_ = errors_as_swiglu("Ffn", [&] {
         return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype);
     });
 }
@@ -229,7 +230,7 @@ bool check_forward(const detail::FfnImpl& impl, const float* x, const float* y,
 void Ffn::forward(const float* x, float* y, std::int64_t tokens) const {
     const detail::FfnImpl& impl = live(impl_);
     if (!check_forward(impl, x, y, tokens)) return;
-    guarded("forward",
+    errors_as_swiglu("forward",
             [&] { impl.forward(x, y, tokens, nullptr); });
 }
 
@@ -238,7 +239,7 @@ void Ffn::forward_traced(const float* x, float* y, std::int64_t tokens, Trace& t
     const bool work = check_forward(impl, x, y, tokens);
     const auto f = static_cast<std::size_t>(impl.block.f), d = static_cast<std::size_t>(impl.block.d);
     const auto m = static_cast<std::size_t>(tokens);
-    guarded("forward_traced", [&] {
+    errors_as_swiglu("forward_traced", [&] {
         trace.gate.assign(m * f, 0.0f);
         trace.up.assign(m * f, 0.0f);
         trace.act.assign(m * f, 0.0f);

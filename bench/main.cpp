@@ -279,7 +279,8 @@ int main(int argc, char** argv) {
             benchmark::AddCustomContext("swiglu_error", lib.error);
         }
         // bf16 and int8: what runs underneath, or why the dtype can't run.
-        for (swiglu::Dtype d : {swiglu::Dtype::bf16, swiglu::Dtype::int8}) {
+        for (swiglu::Dtype d : swiglu::kDtypes) {
+            if (d == swiglu::Dtype::f32) continue;  // reported above
             const std::string name = swiglu::dtype_name(d);
             if (lib.dtype_error[int(d)].empty())
                 benchmark::AddCustomContext("swiglu_matmul_" + name, lib.dtype_matmul[int(d)]);

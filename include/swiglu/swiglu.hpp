@@ -78,6 +78,8 @@ struct WeightView {
 //         between the phases), s32 accumulation, f32 out. A quarter of the
 //         bytes of f32; relative error ~1e-2 of max|y| (see README).
 enum class Dtype { f32, bf16, int8 };
+// Every Dtype, in that order: what tests, benchmarks and the CLI iterate.
+inline constexpr Dtype kDtypes[] = {Dtype::f32, Dtype::bf16, Dtype::int8};
 
 SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;  // "f32", "bf16", "int8"
 

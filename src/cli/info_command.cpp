@@ -32,7 +32,7 @@ void print_implementation(const Ffn& ffn, const std::string& block) {
 void print_dtype_support(const Options& options) {
     constexpr std::int64_t kD = 64, kF = 128;
     const std::vector<float> zeros(kD * kF, 0.0f);
-    for (Dtype dtype : {Dtype::f32, Dtype::bf16, Dtype::int8}) {
+    for (Dtype dtype : kDtypes) {
         const std::string key = std::string(dtype_name(dtype)) + ":";
         try {
             const Ffn probe(WeightView::out_in(zeros.data(), kF, kD),

@@ -79,8 +79,8 @@ void add_threads_option(CLI::App& command, int& threads) {
 }
 
 void add_dtype_option(CLI::App& command, Dtype& dtype) {
-    const std::map<std::string, Dtype> names{
-        {"f32", Dtype::f32}, {"bf16", Dtype::bf16}, {"int8", Dtype::int8}};
+    std::map<std::string, Dtype> names;
+    for (Dtype t : kDtypes) names[dtype_name(t)] = t;
     command
         .add_option("--dtype", dtype,
                     "precision of the weights and matmuls: f32 (exact), bf16 (half the bytes, "

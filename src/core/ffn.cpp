@@ -88,8 +88,9 @@ void check_weights(const WeightView& gate, const WeightView& up, const WeightVie
 }
 
 void check_dtype(Dtype dtype) {
-    if (dtype != Dtype::f32 && dtype != Dtype::bf16 && dtype != Dtype::int8)
-        invalid("Ffn: options.dtype must be Dtype::f32, bf16 or int8 (got " +
+    for (Dtype known : kDtypes)
+        if (dtype == known) return;
+    invalid("Ffn: options.dtype must be Dtype::f32, bf16 or int8 (got " +
                 std::to_string(static_cast<int>(dtype)) + ")");
 }
 

@@ -1,13 +1,12 @@
-// The dtypes the suites sweep. The library exports no list of its dtypes (as
-// it does of its ISAs, detail::kIsas), so the tests keep this one: a new
-// Dtype is added here, and every sweep below takes it up.
+// The dtypes the suites sweep: the library's own list (swiglu::kDtypes), and
+// those of them that round the weights.
 #pragma once
 
 #include <swiglu/swiglu.hpp>
 
 namespace swiglu::test {
 
-inline constexpr Dtype kDtypes[] = {Dtype::f32, Dtype::bf16, Dtype::int8};
+using swiglu::kDtypes;
 // Those that round the weights, each checked against its own simulation.
 inline constexpr Dtype kReducedDtypes[] = {Dtype::bf16, Dtype::int8};
 

@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
-#include "kernels/f32_silu_mul.hpp"
 #include "kernels/convert.hpp"
+#include "kernels/f32_silu_mul.hpp"
 #include "kernels/kernel_table.hpp"
 
 namespace swiglu_bench {
@@ -64,8 +64,8 @@ dt matmul_src_type(swiglu::Dtype dtype) {
 
 }  // namespace
 
-Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t tokens,
-                   int threads, PackedWeights reuse)
+Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t tokens, int threads,
+                   PackedWeights reuse)
     : dtype_(dtype), m_(tokens), d_(w.shape.d), f_(w.shape.f), threads_(std::max(1, threads)) {
     omp_set_num_threads(threads_);
     auto& eng = cpu_engine();
@@ -97,8 +97,8 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
             if (impl.rfind("ref", 0) == 0)
                 throw swiglu::Error(swiglu::Status::unsupported,
                                     std::string("baseline: oneDNN has only its reference ") +
-                                        swiglu::dtype_name(dtype) + " matmul on this CPU (" +
-                                        impl + ")");
+                                        swiglu::dtype_name(dtype) + " matmul on this CPU (" + impl +
+                                        ")");
         }
     }
     up_mm_ = dnnl::matmul(up_pd_);
@@ -115,9 +115,11 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
     } else {
         reuse = PackedWeights{};
         packed_.dtype = dtype;
-        packed_.gate = pack(w.gate.get(), f_, d_, up_pd_.weights_desc(), &packed_.gate_scale, stream_);
+        packed_.gate =
+            pack(w.gate.get(), f_, d_, up_pd_.weights_desc(), &packed_.gate_scale, stream_);
         packed_.up = pack(w.up.get(), f_, d_, up_pd_.weights_desc(), &packed_.up_scale, stream_);
-        packed_.down = pack(w.down.get(), d_, f_, down_pd_.weights_desc(), &packed_.down_scale, stream_);
+        packed_.down =
+            pack(w.down.get(), d_, f_, down_pd_.weights_desc(), &packed_.down_scale, stream_);
     }
 
     const std::size_t h = std::size_t(m_) * std::size_t(f_);
@@ -173,17 +175,19 @@ void Baseline::forward(const float* x, float* y) {
 
 // x (in x_mem_'s dtype) @ W_gate and @ W_up into gate_mem_, up_mem_.
 void Baseline::gate_and_up() {
-    up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.gate},
-                             {DNNL_ARG_DST, gate_mem_}});
-    up_mm_.execute(stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.up},
-                             {DNNL_ARG_DST, up_mem_}});
+    up_mm_.execute(
+        stream_,
+        {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.gate}, {DNNL_ARG_DST, gate_mem_}});
+    up_mm_.execute(
+        stream_, {{DNNL_ARG_SRC, x_mem_}, {DNNL_ARG_WEIGHTS, packed_.up}, {DNNL_ARG_DST, up_mem_}});
     stream_.wait();
 }
 
 // act (in act_mem_'s dtype) @ W_down into y_mem_.
 void Baseline::down() {
-    down_mm_.execute(stream_, {{DNNL_ARG_SRC, act_mem_}, {DNNL_ARG_WEIGHTS, packed_.down},
-                               {DNNL_ARG_DST, y_mem_}});
+    down_mm_.execute(
+        stream_,
+        {{DNNL_ARG_SRC, act_mem_}, {DNNL_ARG_WEIGHTS, packed_.down}, {DNNL_ARG_DST, y_mem_}});
     stream_.wait();
 }
 

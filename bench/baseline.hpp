@@ -21,8 +21,8 @@
 #include <string>
 #include <vector>
 
-#include "weights.hpp"
 #include "swiglu/swiglu.hpp"
+#include "weights.hpp"
 
 namespace swiglu_bench {
 

@@ -39,8 +39,8 @@
 #include "baseline.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
-#include "weights.hpp"
 #include "swiglu/swiglu.hpp"
+#include "weights.hpp"
 
 namespace swiglu_bench {
 namespace {
@@ -172,11 +172,11 @@ public:
                          "  shape %s (d=%lld, f=%lld), tokens %lld, Ffn threads option %d\n"
                          "  max|y_ffn - y_base| / max|y_base| = %.3g (tolerance %.0e)\n"
                          "  worst element %zu (row %zu, col %zu): ffn %.8g, baseline %.8g\n",
-                         swiglu::dtype_name(dtype), swiglu::dtype_name(v.against),
-                         w_->shape.name, (long long)w_->shape.d, (long long)w_->shape.f,
-                         (long long)tokens, ffn_threads, v.diff, tol, worst,
-                         worst / std::size_t(w_->shape.d), worst % std::size_t(w_->shape.d),
-                         double(y_[worst]), double(y_ref_[worst]));
+                         swiglu::dtype_name(dtype), swiglu::dtype_name(v.against), w_->shape.name,
+                         (long long)w_->shape.d, (long long)w_->shape.f, (long long)tokens,
+                         ffn_threads, v.diff, tol, worst, worst / std::size_t(w_->shape.d),
+                         worst % std::size_t(w_->shape.d), double(y_[worst]),
+                         double(y_ref_[worst]));
             std::fflush(stderr);
             std::abort();
         }
@@ -358,9 +358,9 @@ void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
         for (Dtype dtype : dtypes) {
             for (int t : threads) {
                 for (std::int64_t m : all_tokens()) {
-                    const std::string suffix = std::string(s.name) + "/" +
-                                               swiglu::dtype_name(dtype) + "/M:" +
-                                               std::to_string(m) + "/T:" + std::to_string(t);
+                    const std::string suffix =
+                        std::string(s.name) + "/" + swiglu::dtype_name(dtype) +
+                        "/M:" + std::to_string(m) + "/T:" + std::to_string(t);
                     const Shape* sp = &s;
                     benchmark::internal::Benchmark* b[2] = {
                         benchmark::RegisterBenchmark(("baseline/" + suffix).c_str(),
@@ -448,31 +448,32 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                                   (long long)m, v.diff);
                     diffs += diff;
                     if (v.against != dtype)
-                        diffs += std::string(" (vs the ") + swiglu::dtype_name(v.against) +
-                                 " baseline)";
+                        diffs +=
+                            std::string(" (vs the ") + swiglu::dtype_name(v.against) + " baseline)";
                 }
                 notes.push_back(std::string(s.name) + " " + dn + ": ffn matmul=" + impl.matmul +
-                                " activation=" + impl.activation + " threads=" +
-                                std::to_string(impl.threads) + "; baseline " + base_impl +
-                                "; max rel diff vs baseline " + diffs);
+                                " activation=" + impl.activation +
+                                " threads=" + std::to_string(impl.threads) + "; baseline " +
+                                base_impl + "; max rel diff vs baseline " + diffs);
             }
         }
     } catch (const std::exception& e) {
         std::fprintf(stderr, "swiglu_bench --profile: %s\n", e.what());
         return 1;
     }
-    std::printf("\nroof%% = 100 * max(FLOPs/peak(dtype), weight bytes(dtype)/dram_read) / time, "
-                "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate (>100: weights "
-                "served from cache)\nbf16pk%% = int8 GOP/s as %% of the bf16 peak; GB/s = weight "
-                "bytes of the dtype (4, 2, 1 per weight) / time; speedup = baseline time / ffn "
-                "time\n");
+    std::printf(
+        "\nroof%% = 100 * max(FLOPs/peak(dtype), weight bytes(dtype)/dram_read) / time, "
+        "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate (>100: weights "
+        "served from cache)\nbf16pk%% = int8 GOP/s as %% of the bf16 peak; GB/s = weight "
+        "bytes of the dtype (4, 2, 1 per weight) / time; speedup = baseline time / ffn "
+        "time\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
     // The host's bandwidth swings: the M=1 rows' roof% uses the probe made
     // before the profile; this one shows whether it held.
     const std::map<int, double> after = probe_dram_again();
     for (const auto& [t, gbs] : after)
-        std::printf("dram_read_gbs_%dt: %.1f before the profile, %.1f after it\n", t,
-                    probe.dram(t), gbs);
+        std::printf("dram_read_gbs_%dt: %.1f before the profile, %.1f after it\n", t, probe.dram(t),
+                    gbs);
     std::printf("profile: %.0f s\n", std::chrono::duration<double>(Clock::now() - t_start).count());
     return 0;
 }

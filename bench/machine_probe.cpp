@@ -64,8 +64,8 @@ double seconds_since(Clock::time_point t0) {
 __attribute__((target("avx512f"))) void fma_loop_avx512(std::uint64_t iters) {
     const float one = 1.0f;
     asm volatile(
-        "vbroadcastss %[one], %%zmm12\n\t"        // multiplier 1.0f
-        "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"    // addend 0.0f
+        "vbroadcastss %[one], %%zmm12\n\t"      // multiplier 1.0f
+        "vpxord %%zmm13, %%zmm13, %%zmm13\n\t"  // addend 0.0f
         "vmovaps %%zmm12, %%zmm0\n\t"
         "vmovaps %%zmm12, %%zmm1\n\t"
         "vmovaps %%zmm12, %%zmm2\n\t"
@@ -97,8 +97,8 @@ __attribute__((target("avx512f"))) void fma_loop_avx512(std::uint64_t iters) {
         "vzeroupper\n\t"
         : [n] "+r"(iters)
         : [one] "m"(one)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-          "xmm10", "xmm11", "xmm12", "xmm13", "cc");
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "cc");
 }
 
 // 12 chains x 8 lanes x 2 FLOPs per iteration.
@@ -138,8 +138,8 @@ __attribute__((target("avx2,fma"))) void fma_loop_avx2(std::uint64_t iters) {
         "vzeroupper\n\t"
         : [n] "+r"(iters)
         : [one] "m"(one)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-          "xmm10", "xmm11", "xmm12", "xmm13", "cc");
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "cc");
 }
 
 // No FMA: 12 chains alternating acc *= 1 and acc += 0; each iteration issues
@@ -192,8 +192,8 @@ void fma_loop_sse2(std::uint64_t iters) {
         "jnz 1b\n\t"
         : [n] "+r"(iters)
         : [one] "m"(one)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-          "xmm10", "xmm11", "xmm12", "xmm13", "cc");
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "cc");
 }
 
 // ---------------------------------------------------------------- bf16 / int8 loops
@@ -205,8 +205,8 @@ __attribute__((target("avx512f,avx512bf16"))) void bf16_loop_avx512(std::uint64_
     const float one = 1.0f;
     const std::uint32_t bf16_ones = 0x3F803F80u;  // two bf16 1.0
     asm volatile(
-        "vpbroadcastd %[ones], %%zmm14\n\t"      // multiplicand: bf16 pairs of 1.0
-        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"   // multiplicand: bf16 zeros
+        "vpbroadcastd %[ones], %%zmm14\n\t"     // multiplicand: bf16 pairs of 1.0
+        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"  // multiplicand: bf16 zeros
         "vbroadcastss %[one], %%zmm0\n\t"
         "vmovaps %%zmm0, %%zmm1\n\t"
         "vmovaps %%zmm0, %%zmm2\n\t"
@@ -242,8 +242,8 @@ __attribute__((target("avx512f,avx512bf16"))) void bf16_loop_avx512(std::uint64_
         "vzeroupper\n\t"
         : [n] "+r"(iters)
         : [one] "m"(one), [ones] "m"(bf16_ones)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-          "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
 }
 
 // 14 chains of vpdpbusd: acc (s32, 0) += 1u8 * 0s8 x 4. 14 x 16 lanes x
@@ -251,8 +251,8 @@ __attribute__((target("avx512f,avx512bf16"))) void bf16_loop_avx512(std::uint64_
 __attribute__((target("avx512f,avx512vnni"))) void int8_loop_avx512(std::uint64_t iters) {
     const std::uint32_t u8_ones = 0x01010101u;
     asm volatile(
-        "vpbroadcastd %[ones], %%zmm14\n\t"      // u8 multiplicand: 1
-        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"   // s8 multiplicand: 0
+        "vpbroadcastd %[ones], %%zmm14\n\t"     // u8 multiplicand: 1
+        "vpxord %%zmm15, %%zmm15, %%zmm15\n\t"  // s8 multiplicand: 0
         "vpxord %%zmm0, %%zmm0, %%zmm0\n\t"
         "vmovdqa32 %%zmm0, %%zmm1\n\t"
         "vmovdqa32 %%zmm0, %%zmm2\n\t"
@@ -288,16 +288,15 @@ __attribute__((target("avx512f,avx512vnni"))) void int8_loop_avx512(std::uint64_
         "vzeroupper\n\t"
         : [n] "+r"(iters)
         : [ones] "m"(u8_ones)
-        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9",
-          "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
 }
 
 // ---------------------------------------------------------------- read loops
 // n is a multiple of 128 floats; p is 64-byte aligned.
 
 __attribute__((target("avx512f"))) float read_avx512(const float* p, std::size_t n) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-           a7 = a0;
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     for (std::size_t i = 0; i < n; i += 128) {
         a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
         a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
@@ -318,8 +317,7 @@ __attribute__((target("avx512f"))) float read_avx512(const float* p, std::size_t
 }
 
 __attribute__((target("avx2"))) float read_avx2(const float* p, std::size_t n) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-           a7 = a0;
+    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     for (std::size_t i = 0; i < n; i += 64) {
         a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
         a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
@@ -340,8 +338,7 @@ __attribute__((target("avx2"))) float read_avx2(const float* p, std::size_t n) {
 }
 
 float read_sse2(const float* p, std::size_t n) {
-    __m128 a0 = _mm_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0,
-           a7 = a0;
+    __m128 a0 = _mm_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
     for (std::size_t i = 0; i < n; i += 32) {
         a0 = _mm_add_ps(a0, _mm_load_ps(p + i));
         a1 = _mm_add_ps(a1, _mm_load_ps(p + i + 4));

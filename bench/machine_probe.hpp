@@ -25,8 +25,8 @@ struct MachineProbe {
     // ("vdpbf16ps zmm", "vpdpbusd zmm"), or "f32 (no avx512_bf16)" /
     // "f32 (no avx512_vnni)" when the CPU lacks it and the f32 peak stands in.
     std::string bf16_source, int8_source;
-    std::map<int, double> dram_gbs;     // threads -> GB/s (1e9 bytes/s), all threads together
-    double seconds = 0;        // how long the probe took
+    std::map<int, double> dram_gbs;  // threads -> GB/s (1e9 bytes/s), all threads together
+    double seconds = 0;              // how long the probe took
     // Share of all CPUs idle during 0.2 s just before the probe (-1 if
     // unknown). Well below 100 means other processes were running: the
     // probe values (and every benchmark) are then likely too low.

@@ -78,9 +78,8 @@ public:
         for (const auto& [o, key] : order) {
             const Row& row = rows_.at(*key);
             const double f = row.ffn.ns / row.ffn.n, b = row.base.ns / row.base.n;
-            std::fprintf(out, "%-26s %14.2f %14.2f %7.2fx %9.1f %10.1f\n", key->c_str(),
-                         f * 1e-3, b * 1e-3, b / f, row.ffn.roof / row.ffn.n,
-                         row.base.roof / row.base.n);
+            std::fprintf(out, "%-26s %14.2f %14.2f %7.2fx %9.1f %10.1f\n", key->c_str(), f * 1e-3,
+                         b * 1e-3, b / f, row.ffn.roof / row.ffn.n, row.base.roof / row.base.n);
         }
         print_decode(out, order, dram_after);
         std::fflush(out);
@@ -102,7 +101,8 @@ public:
             const double before = probe.dram(threads);
             const auto after = dram_after.find(threads);
             if (!header) {
-                std::fprintf(out, "\n1-token rows vs DRAM read bandwidth probed before and after\n");
+                std::fprintf(out,
+                             "\n1-token rows vs DRAM read bandwidth probed before and after\n");
                 std::fprintf(out, "%-26s %8s %10s %9s %10s %9s\n", "shape/dtype/M/T", "ffn_GB/s",
                              "before_GB/s", "%before", "after_GB/s", "%after");
                 header = true;
@@ -112,8 +112,7 @@ public:
                              before > 0 ? 100 * gbs / before : 0.0, "-", "-");
             } else {
                 std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10.1f %9.1f\n", key->c_str(), gbs,
-                             before, 100 * gbs / before, after->second,
-                             100 * gbs / after->second);
+                             before, 100 * gbs / before, after->second, 100 * gbs / after->second);
             }
         }
     }
@@ -152,7 +151,8 @@ private:
 
 // The reporter --benchmark_out_format asks for (json by default).
 benchmark::BenchmarkReporter* make_file_reporter(const std::string& format) {
-    if (format == "console") return new benchmark::ConsoleReporter(benchmark::ConsoleReporter::OO_None);
+    if (format == "console")
+        return new benchmark::ConsoleReporter(benchmark::ConsoleReporter::OO_None);
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
     if (format == "csv") return new benchmark::CSVReporter;
@@ -216,7 +216,8 @@ bool parse_dtypes(const std::string& value, std::vector<swiglu::Dtype>& out) {
         at = comma + 1;
     }
     // Always in the order f32, bf16, int8.
-    std::sort(out.begin(), out.end(), [](swiglu::Dtype a, swiglu::Dtype b) { return int(a) < int(b); });
+    std::sort(out.begin(), out.end(),
+              [](swiglu::Dtype a, swiglu::Dtype b) { return int(a) < int(b); });
     return !out.empty();
 }
 
@@ -236,10 +237,12 @@ int main(int argc, char** argv) {
     std::vector<swiglu::Dtype> dtypes = swiglu_bench::all_dtypes();
     std::vector<char*> args;
     for (int i = 0; i < argc; ++i) {
-        if (i > 0 && (std::strcmp(argv[i], "--dtype") == 0 || std::strncmp(argv[i], "--dtype=", 8) == 0)) {
+        if (i > 0 &&
+            (std::strcmp(argv[i], "--dtype") == 0 || std::strncmp(argv[i], "--dtype=", 8) == 0)) {
             const bool separate = argv[i][7] == '\0';
             if (separate && i + 1 >= argc) {
-                std::fprintf(stderr, "swiglu_bench: --dtype needs a value: f32, bf16, int8 or all\n");
+                std::fprintf(stderr,
+                             "swiglu_bench: --dtype needs a value: f32, bf16, int8 or all\n");
                 return 1;
             }
             const std::string value = separate ? argv[++i] : argv[i] + 8;

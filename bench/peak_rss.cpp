@@ -80,10 +80,14 @@ Args parse(int argc, char** argv) {
             std::stringstream ss(value);
             for (std::string t; std::getline(ss, t, ',');) a.tokens.push_back(std::stoll(t));
         } else if (opt == "--dtype") {
-            if (value == "f32") a.dtype = swiglu::Dtype::f32;
-            else if (value == "bf16") a.dtype = swiglu::Dtype::bf16;
-            else if (value == "int8") a.dtype = swiglu::Dtype::int8;
-            else usage(("unknown dtype " + value).c_str());
+            if (value == "f32")
+                a.dtype = swiglu::Dtype::f32;
+            else if (value == "bf16")
+                a.dtype = swiglu::Dtype::bf16;
+            else if (value == "int8")
+                a.dtype = swiglu::Dtype::int8;
+            else
+                usage(("unknown dtype " + value).c_str());
         } else {
             usage(("unknown option " + opt).c_str());
         }
@@ -111,17 +115,20 @@ int measure(const Args& a, std::int64_t tokens) {
     fill(x, 4, 1.0f);
     const long build_peak = status_kib("VmHWM");  // construction included
     if (!reset_peak()) {
-        std::fprintf(stderr, "swiglu_peak_rss: cannot reset the peak RSS (/proc/self/clear_refs)\n");
+        std::fprintf(stderr,
+                     "swiglu_peak_rss: cannot reset the peak RSS (/proc/self/clear_refs)\n");
         return 1;
     }
     const long before = status_kib("VmRSS");
     const auto start = std::chrono::steady_clock::now();
     ffn->forward(x.data(), y.data(), tokens);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const long peak = status_kib("VmHWM");
     const double io_mib = 2.0 * static_cast<double>(x.size()) * sizeof(float) / (1 << 20);
-    std::printf("%8lld %10.1f %10.1f %10.1f %10.1f %10.1f %12.1f %8.2f\n", static_cast<long long>(tokens),
-                mib(built), io_mib, mib(before), mib(peak), mib(peak - before), mib(std::max(build_peak, peak)), seconds);
+    std::printf("%8lld %10.1f %10.1f %10.1f %10.1f %10.1f %12.1f %8.2f\n",
+                static_cast<long long>(tokens), mib(built), io_mib, mib(before), mib(peak),
+                mib(peak - before), mib(std::max(build_peak, peak)), seconds);
     std::fflush(stdout);
     return 0;
 }
@@ -131,13 +138,16 @@ int measure(const Args& a, std::int64_t tokens) {
 int main(int argc, char** argv) {
     const Args a = parse(argc, argv);
     const double packed_mib = 3.0 * static_cast<double>(a.d) * static_cast<double>(a.f) *
-                              (a.dtype == swiglu::Dtype::f32 ? 4 : a.dtype == swiglu::Dtype::bf16 ? 2 : 1) /
+                              (a.dtype == swiglu::Dtype::f32    ? 4
+                               : a.dtype == swiglu::Dtype::bf16 ? 2
+                                                                : 1) /
                               (1 << 20);
-    std::printf("swiglu %s, d = %lld, f = %lld, %s, threads %d (0 = all cores): packed weights %.1f MiB\n",
-                swiglu::version(), static_cast<long long>(a.d), static_cast<long long>(a.f),
-                swiglu::dtype_name(a.dtype), a.threads, packed_mib);
-    std::printf("%8s %10s %10s %10s %10s %10s %12s %8s\n", "tokens", "built MiB", "x+y MiB", "before",
-                "peak call", "growth", "life peak", "call s");
+    std::printf(
+        "swiglu %s, d = %lld, f = %lld, %s, threads %d (0 = all cores): packed weights %.1f MiB\n",
+        swiglu::version(), static_cast<long long>(a.d), static_cast<long long>(a.f),
+        swiglu::dtype_name(a.dtype), a.threads, packed_mib);
+    std::printf("%8s %10s %10s %10s %10s %10s %12s %8s\n", "tokens", "built MiB", "x+y MiB",
+                "before", "peak call", "growth", "life peak", "call s");
     std::fflush(stdout);
     int status = 0;
     for (std::int64_t tokens : a.tokens) {
@@ -156,8 +166,7 @@ int main(int argc, char** argv) {
             std::_Exit(rc);
         }
         int ws = 0;
-        while (::waitpid(pid, &ws, 0) < 0) {
-        }
+        while (::waitpid(pid, &ws, 0) < 0) {}
         if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) status = 1;
     }
     return status;

@@ -31,11 +31,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     using swiglu::detail::NpyArray;
     NpyArray a;
     try {
-        a = swiglu::detail::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size), kName);
+        a = swiglu::detail::parse_npy(std::string_view(reinterpret_cast<const char*>(data), size),
+                                      kName);
     } catch (const swiglu::Error& e) {
         const std::string m = e.what();
         if (e.status() != swiglu::Status::invalid_argument) broken("unexpected status", m);
-        if (m.compare(0, kName.size() + 2, kName + ": ") != 0) broken("message without the name:", m);
+        if (m.compare(0, kName.size() + 2, kName + ": ") != 0)
+            broken("message without the name:", m);
         if (m.find('\n') != std::string::npos || m.find('\r') != std::string::npos)
             broken("message of more than one line:", m);
         return 0;
@@ -43,7 +45,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::int64_t elements = 1;
     for (std::int64_t n : a.shape) {
         if (n < 0) broken("negative dimension accepted");
-        if (__builtin_mul_overflow(elements, n, &elements)) elements = -1;  // only with a 0 elsewhere
+        if (__builtin_mul_overflow(elements, n, &elements))
+            elements = -1;  // only with a 0 elsewhere
     }
     bool has_zero = false;
     for (std::int64_t n : a.shape) has_zero = has_zero || n == 0;
@@ -54,7 +57,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const NpyArray b = swiglu::detail::parse_npy(bytes, "round trip");
     if (b.shape != a.shape) broken("round trip changed the shape");
     if (b.data.size() != a.data.size() ||
-        (!a.data.empty() && std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) != 0))
+        (!a.data.empty() &&
+         std::memcmp(a.data.data(), b.data.data(), a.data.size() * sizeof(float)) != 0))
         broken("round trip changed the data");
     return 0;
 }

@@ -40,7 +40,8 @@ void check_message(const Error& e, bool unsupported_allowed) {
     if (e.status() != Status::invalid_argument &&
         !(unsupported_allowed && e.status() == Status::unsupported))
         broken("unexpected status", std::to_string(static_cast<int>(e.status())) + ": " + m);
-    if (m.compare(0, kLabel.size() + 2, kLabel + ": ") != 0) broken("message without the label:", m);
+    if (m.compare(0, kLabel.size() + 2, kLabel + ": ") != 0)
+        broken("message without the label:", m);
     if (m.find('\n') != std::string::npos || m.find('\r') != std::string::npos)
         broken("message of more than one line:", m);
 }

@@ -86,8 +86,8 @@ TEST_CASE("forward matches the fp64 reference over shapes, token counts and layo
             Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
             const auto x = test::random_input(tokens, d, static_cast<unsigned>(k + 100));
             const auto y = run(ffn, x, tokens);
-            const auto ref = test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(),
-                                                 b.down_view());
+            const auto ref =
+                test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(), b.down_view());
             const double err = test::relative_error(y, ref);
             CHECK(err <= tolerance(d, f));
             worst_ratio = std::max(worst_ratio, err / tolerance(d, f));
@@ -109,8 +109,8 @@ TEST_CASE("a block whose weights stream from DRAM matches the fp64 reference") {
         for (std::int64_t tokens : {1, 3, 6, 17}) {
             CAPTURE(tokens);
             const auto x = test::random_input(tokens, d, static_cast<unsigned>(tokens));
-            const auto ref = test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(),
-                                                 b.down_view());
+            const auto ref =
+                test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(), b.down_view());
             CHECK(test::relative_error(run(ffn, x, tokens), ref) <= tolerance(d, f));
         }
     }
@@ -141,8 +141,8 @@ TEST_CASE("many chunks, every row-tile height, and the (B, T, d) form") {
     for (std::int64_t tokens : {4, 15, 31, 33, 63, 65, 100, 255, 256, 257, 600, 1000}) {
         CAPTURE(tokens);
         const auto x = test::random_input(tokens, d, static_cast<unsigned>(tokens));
-        const auto ref = test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(),
-                                             b.down_view());
+        const auto ref =
+            test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(), b.down_view());
         CHECK(test::relative_error(run(ffn, x, tokens), ref) <= tolerance(d, f));
     }
     const auto x = test::random_input(6, d, 5);
@@ -176,8 +176,8 @@ TEST_CASE("the matmuls run on an optimised oneDNN kernel, never the reference on
     RandomBlock b(384, 1024, Layout::out_in, 3);
     Ffn ffn(b.gate_view(), b.up_view(), b.down_view());
     const Implementation impl = ffn.implementation();
-    MESSAGE("matmul: ", impl.matmul, ", activation: ", impl.activation, ", threads: ",
-            impl.threads);
+    MESSAGE("matmul: ", impl.matmul, ", activation: ", impl.activation,
+            ", threads: ", impl.threads);
     CHECK(!impl.matmul.empty());
     CHECK(!impl.activation.empty());
     __builtin_cpu_init();

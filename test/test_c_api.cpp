@@ -122,20 +122,23 @@ TEST_CASE("create from a safetensors file, and its errors") {
     RandomBlock b(d, f, swiglu::Layout::out_in, 6);
     const std::string dir = swiglu::test::temp_dir();
     const std::string path = dir + "/block.safetensors";
-    swiglu::test::write_file(path, swiglu::test::safetensors_bytes({
-        {"model.layers.0.mlp.gate_proj.weight", "F32", {f, d}, b.gate},
-        {"model.layers.0.mlp.up_proj.weight", "F32", {f, d}, b.up},
-        {"model.layers.0.mlp.down_proj.weight", "F32", {d, f}, b.down},
-    }));
+    swiglu::test::write_file(path,
+                             swiglu::test::safetensors_bytes({
+                                 {"model.layers.0.mlp.gate_proj.weight", "F32", {f, d}, b.gate},
+                                 {"model.layers.0.mlp.up_proj.weight", "F32", {f, d}, b.up},
+                                 {"model.layers.0.mlp.down_proj.weight", "F32", {d, f}, b.down},
+                             }));
 
     swiglu_ffn* ffn = nullptr;
-    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, nullptr, &ffn) == SWIGLU_OK);
+    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), 0, nullptr, nullptr, &ffn) ==
+            SWIGLU_OK);
     int64_t got_d = 0, got_f = 0;
     CHECK(swiglu_ffn_dims(ffn, &got_d, &got_f) == SWIGLU_OK);
     CHECK(got_d == d);
     CHECK(got_f == f);
     swiglu_ffn_destroy(ffn);
-    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), -1, "model.layers.0.mlp.", nullptr, &ffn) == SWIGLU_OK);
+    REQUIRE(swiglu_ffn_create_from_safetensors(path.c_str(), -1, "model.layers.0.mlp.", nullptr,
+                                               &ffn) == SWIGLU_OK);
     swiglu_ffn_destroy(ffn);
 
     CHECK(swiglu_ffn_create_from_safetensors(nullptr, 0, nullptr, nullptr, &ffn) ==
@@ -213,7 +216,8 @@ TEST_CASE("C API: sizes, thread counts and overflows at their boundaries") {
         swiglu_weight w[3] = {g, u, dn};
         w[which].layout = static_cast<swiglu_layout>(-1);
         CHECK(swiglu_ffn_create(&w[0], &w[1], &w[2], nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
-        CHECK(error_mentions("layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got -1)"));
+        CHECK(
+            error_mentions("layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got -1)"));
     }
     for (int threads : {-1, 4097, 1 << 20, INT_MAX, INT_MIN}) {
         const swiglu_options options = c_options(threads);
@@ -263,15 +267,15 @@ TEST_CASE("C API: a checkpoint with a bad thread count or an unconvertible dtype
     const std::string good = dir + "/good.safetensors", i32 = dir + "/i32.safetensors";
     const std::string p = "model.layers.0.mlp.";
     swiglu::test::write_file(good, swiglu::test::safetensors_bytes({
-        {p + "gate_proj.weight", "F32", {8, 4}, b.gate},
-        {p + "up_proj.weight", "F32", {8, 4}, b.up},
-        {p + "down_proj.weight", "F32", {4, 8}, b.down},
-    }));
+                                       {p + "gate_proj.weight", "F32", {8, 4}, b.gate},
+                                       {p + "up_proj.weight", "F32", {8, 4}, b.up},
+                                       {p + "down_proj.weight", "F32", {4, 8}, b.down},
+                                   }));
     swiglu::test::write_file(i32, swiglu::test::safetensors_bytes({
-        {p + "gate_proj.weight", "I32", {8, 4}, b.gate},
-        {p + "up_proj.weight", "F32", {8, 4}, b.up},
-        {p + "down_proj.weight", "F32", {4, 8}, b.down},
-    }));
+                                      {p + "gate_proj.weight", "I32", {8, 4}, b.gate},
+                                      {p + "up_proj.weight", "F32", {8, 4}, b.up},
+                                      {p + "down_proj.weight", "F32", {4, 8}, b.down},
+                                  }));
     swiglu_ffn* ffn = reinterpret_cast<swiglu_ffn*>(0x1);
     const swiglu_options negative = {-1, SWIGLU_DTYPE_F32}, absurd = {5000, SWIGLU_DTYPE_F32};
     CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, nullptr, &negative, &ffn) ==
@@ -289,13 +293,14 @@ TEST_CASE("C API: a checkpoint with a bad thread count or an unconvertible dtype
     CHECK(error_mentions("dtype"));
     CHECK(error_mentions("(got -1)"));
     CHECK(ffn == nullptr);
-    CHECK(swiglu_ffn_create_from_safetensors(i32.c_str(), 0, nullptr, nullptr, &ffn) == SWIGLU_UNSUPPORTED);
+    CHECK(swiglu_ffn_create_from_safetensors(i32.c_str(), 0, nullptr, nullptr, &ffn) ==
+          SWIGLU_UNSUPPORTED);
     CHECK(error_mentions("I32"));
     CHECK(error_mentions("i32.safetensors"));
     CHECK(ffn == nullptr);
     // A layer and a prefix together are refused, naming both.
-    CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, "model.layers.0.mlp.", nullptr, &ffn) ==
-          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, "model.layers.0.mlp.", nullptr,
+                                             &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("not both"));
     CHECK(ffn == nullptr);
     // The empty prefix means no prefix.

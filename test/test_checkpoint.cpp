@@ -11,10 +11,10 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
-#include "reference.hpp"
+#include "error_checks.hpp"
 #include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
-#include "error_checks.hpp"
+#include "reference.hpp"
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;
@@ -60,15 +60,15 @@ std::string layer_prefix(int layer) { return "model.layers." + std::to_string(la
 
 // The tensors of `b` (stored in the scheme's layout) under the scheme's
 // names, placed under `prefix` instead of the scheme's own if one is given.
-std::vector<TensorSpec> block_tensors(const Scheme& s, const RandomBlock& b, const std::string& dtype,
-                                      const char* prefix = nullptr) {
+std::vector<TensorSpec> block_tensors(const Scheme& s, const RandomBlock& b,
+                                      const std::string& dtype, const char* prefix = nullptr) {
     const std::string p = prefix ? prefix : s.prefix;
     const std::int64_t d = b.d, f = b.f;
     const bool out_in = s.layout == Layout::out_in;
-    const std::vector<std::int64_t> in_shape = out_in ? std::vector<std::int64_t>{f, d}
-                                                      : std::vector<std::int64_t>{d, f};
-    const std::vector<std::int64_t> down_shape = out_in ? std::vector<std::int64_t>{d, f}
-                                                        : std::vector<std::int64_t>{f, d};
+    const std::vector<std::int64_t> in_shape =
+        out_in ? std::vector<std::int64_t>{f, d} : std::vector<std::int64_t>{d, f};
+    const std::vector<std::int64_t> down_shape =
+        out_in ? std::vector<std::int64_t>{d, f} : std::vector<std::int64_t>{f, d};
     std::vector<TensorSpec> out;
     if (s.up) {
         out.push_back({p + s.gate, dtype, in_shape, b.gate});
@@ -171,12 +171,15 @@ TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
     std::vector<RandomBlock> blocks;
     for (int layer = 0; layer < 3; ++layer) {
         blocks.emplace_back(d, f, Layout::out_in, 100 + layer);
-        const std::string attention = "model.layers." + std::to_string(layer) + ".self_attn.q_proj.weight";
+        const std::string attention =
+            "model.layers." + std::to_string(layer) + ".self_attn.q_proj.weight";
         tensors.push_back({attention, "F32", {d, d}, std::vector<float>(d * d, 0.5f)});
-        append(tensors, block_tensors(kHfLlama, blocks.back(), "BF16", layer_prefix(layer).c_str()));
+        append(tensors,
+               block_tensors(kHfLlama, blocks.back(), "BF16", layer_prefix(layer).c_str()));
     }
     const std::string path = write(tensors);
-    CHECK_LOAD_FAILS(path, WeightSelector{}, "holds 3 layers (model.layers.{N}.mlp with N = 0, 1, 2): choose one");
+    CHECK_LOAD_FAILS(path, WeightSelector{},
+                     "holds 3 layers (model.layers.{N}.mlp with N = 0, 1, 2): choose one");
     for (int layer = 0; layer < 3; ++layer) {
         const WeightSelector selector{layer, ""};
         const LoadedWeights w = load_weights(path, selector);
@@ -186,10 +189,11 @@ TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
         CHECK(w.down == t::rounded(blocks[layer].down, "BF16"));
         check_forward(w, blocks[layer], path, selector);
     }
-    CHECK_LOAD_FAILS(path, (WeightSelector{5, ""}),
-                     "no SwiGLU block found: tried hf-llama (missing \"model.layers.5.mlp.gate_proj.weight\", "
-                     "\"model.layers.5.mlp.up_proj.weight\", \"model.layers.5.mlp.down_proj.weight\"); "
-                     "phi3-merged (missing \"model.layers.5.mlp.gate_up_proj.weight\"");
+    CHECK_LOAD_FAILS(
+        path, (WeightSelector{5, ""}),
+        "no SwiGLU block found: tried hf-llama (missing \"model.layers.5.mlp.gate_proj.weight\", "
+        "\"model.layers.5.mlp.up_proj.weight\", \"model.layers.5.mlp.down_proj.weight\"); "
+        "phi3-merged (missing \"model.layers.5.mlp.gate_up_proj.weight\"");
     CHECK_LOAD_FAILS(path, (WeightSelector{5, ""}), "Layers present: 0, 1, 2.");
 }
 
@@ -208,8 +212,8 @@ TEST_CASE("phi3-merged layers are selected the same way") {
 
 TEST_CASE("a prefix selects the block in any scheme") {
     const std::int64_t d = 6, f = 10;
-    RandomBlock hf(d, f, Layout::out_in, 1), glass(d, f, Layout::in_out, 2), cyber(d, f, Layout::out_in, 3),
-        bare(d, f, Layout::out_in, 4);
+    RandomBlock hf(d, f, Layout::out_in, 1), glass(d, f, Layout::in_out, 2),
+        cyber(d, f, Layout::out_in, 3), bare(d, f, Layout::out_in, 4);
     std::vector<TensorSpec> tensors;
     append(tensors, block_tensors(kHfLlama, hf, "F32", "model.layers.3.mlp."));
     append(tensors, block_tensors(kGlassllm, glass, "BF16", "blocks.0.ffn."));
@@ -240,10 +244,11 @@ TEST_CASE("a prefix selects the block in any scheme") {
         CHECK(w.down == t::rounded(c.block->down, c.dtype));
         check_forward(w, *c.block, path, selector);
     }
-    CHECK_LOAD_FAILS(path, (WeightSelector{-1, "blocks.9."}),
-                     "tried bare (missing \"blocks.9.gate_proj.weight\", \"blocks.9.up_proj.weight\", "
-                     "\"blocks.9.down_proj.weight\"); phi3-merged (missing \"blocks.9.gate_up_proj.weight\", "
-                     "\"blocks.9.down_proj.weight\"); cyberslm (missing \"blocks.9.gate_proj\"");
+    CHECK_LOAD_FAILS(
+        path, (WeightSelector{-1, "blocks.9."}),
+        "tried bare (missing \"blocks.9.gate_proj.weight\", \"blocks.9.up_proj.weight\", "
+        "\"blocks.9.down_proj.weight\"); phi3-merged (missing \"blocks.9.gate_up_proj.weight\", "
+        "\"blocks.9.down_proj.weight\"); cyberslm (missing \"blocks.9.gate_proj\"");
     CHECK_LOAD_FAILS(path, (WeightSelector{-1, "blocks.9."}), "glassllm (missing \"blocks.9.W1\"");
     CHECK_LOAD_FAILS(path, (WeightSelector{3, "blocks.0.ffn."}),
                      "give a layer (3) or a prefix (\"blocks.0.ffn.\"), not both");
@@ -302,8 +307,9 @@ TEST_CASE("errors: a weight missing") {
     std::vector<TensorSpec> tensors = block_tensors(kHfLlama, b, "F32");
     tensors.pop_back();  // no down_proj
     const std::string path = write(tensors);
-    CHECK_LOAD_FAILS(path, WeightSelector{},
-                     "no SwiGLU block found: tried hf-llama (missing \"model.layers.0.mlp.down_proj.weight\")");
+    CHECK_LOAD_FAILS(
+        path, WeightSelector{},
+        "no SwiGLU block found: tried hf-llama (missing \"model.layers.0.mlp.down_proj.weight\")");
     CHECK_LOAD_FAILS(path, WeightSelector{},
                      "tensors present (2): \"model.layers.0.mlp.gate_proj.weight\" [13, 7] F32, "
                      "\"model.layers.0.mlp.up_proj.weight\" [13, 7] F32");
@@ -313,10 +319,11 @@ TEST_CASE("errors: no block at all lists the tensors present, first 20") {
     std::vector<TensorSpec> tensors;
     for (int i = 0; i < 25; ++i) tensors.push_back({"t" + std::to_string(i), "F32", {1}, {1.0f}});
     const std::string path = write(tensors);
-    CHECK_LOAD_FAILS(path, WeightSelector{},
-                     "no SwiGLU block found: tried bare (missing \"gate_proj.weight\", \"up_proj.weight\", "
-                     "\"down_proj.weight\"); cyberslm (missing \"gate_proj\", \"val_proj\", \"out_proj\"); "
-                     "glassllm (missing \"W1\", \"W3\", \"W2\"). tensors present (25): \"t0\" [1] F32");
+    CHECK_LOAD_FAILS(
+        path, WeightSelector{},
+        "no SwiGLU block found: tried bare (missing \"gate_proj.weight\", \"up_proj.weight\", "
+        "\"down_proj.weight\"); cyberslm (missing \"gate_proj\", \"val_proj\", \"out_proj\"); "
+        "glassllm (missing \"W1\", \"W3\", \"W2\"). tensors present (25): \"t0\" [1] F32");
     const std::string message = load_error(path);
     CHECK(contains(message, "\"t19\" [1] F32, ..."));
     CHECK(!contains(message, "\"t20\""));
@@ -327,31 +334,37 @@ TEST_CASE("errors: shapes that disagree") {
     RandomBlock b(7, 13, Layout::out_in, 1);
     std::vector<TensorSpec> up_wrong = block_tensors(kHfLlama, b, "F32");
     up_wrong[1].shape = {7, 13};  // transposed
-    CHECK_LOAD_FAILS(write(up_wrong), WeightSelector{},
-                     "shapes disagree: expected up \"model.layers.0.mlp.up_proj.weight\" to be [f, d] = [13, 7] "
-                     "(from gate \"model.layers.0.mlp.gate_proj.weight\" [13, 7] as [f, d]), found [7, 13]");
+    CHECK_LOAD_FAILS(
+        write(up_wrong), WeightSelector{},
+        "shapes disagree: expected up \"model.layers.0.mlp.up_proj.weight\" to be [f, d] = [13, 7] "
+        "(from gate \"model.layers.0.mlp.gate_proj.weight\" [13, 7] as [f, d]), found [7, 13]");
     std::vector<TensorSpec> down_wrong = block_tensors(kCyberslm, b, "F32");
     down_wrong[2] = {"out_proj", "F32", {7, 12}, std::vector<float>(84, 0.0f)};
-    CHECK_LOAD_FAILS(write(down_wrong), WeightSelector{},
-                     "expected down \"out_proj\" to be [d, f] = [7, 13] (from gate \"gate_proj\" [13, 7] as [f, "
-                     "d]), found [7, 12]");
+    CHECK_LOAD_FAILS(
+        write(down_wrong), WeightSelector{},
+        "expected down \"out_proj\" to be [d, f] = [7, 13] (from gate \"gate_proj\" [13, 7] as [f, "
+        "d]), found [7, 12]");
     RandomBlock g(7, 13, Layout::in_out, 1);
     std::vector<TensorSpec> glass = block_tensors(kGlassllm, g, "F32");
     glass[2].shape = {7, 13};  // W2 must be (f, d)
-    CHECK_LOAD_FAILS(write(glass), WeightSelector{},
-                     "expected down \"W2\" to be [f, d] = [13, 7] (from gate \"W1\" [7, 13] as [d, f]), found "
-                     "[7, 13]");
+    CHECK_LOAD_FAILS(
+        write(glass), WeightSelector{},
+        "expected down \"W2\" to be [f, d] = [13, 7] (from gate \"W1\" [7, 13] as [d, f]), found "
+        "[7, 13]");
     std::vector<TensorSpec> merged = block_tensors(kPhi3, b, "F32");
-    merged[0] = {"model.layers.0.mlp.gate_up_proj.weight", "F32", {13, 7}, std::vector<float>(91, 0.0f)};
+    merged[0] = {
+        "model.layers.0.mlp.gate_up_proj.weight", "F32", {13, 7}, std::vector<float>(91, 0.0f)};
     CHECK_LOAD_FAILS(write(merged), WeightSelector{},
-                     "gate_up \"model.layers.0.mlp.gate_up_proj.weight\" [13, 7] must have an even number of rows");
+                     "gate_up \"model.layers.0.mlp.gate_up_proj.weight\" [13, 7] must have an even "
+                     "number of rows");
 }
 
 TEST_CASE("errors: weights that are not 2-D") {
     RandomBlock b(7, 13, Layout::out_in, 1);
     std::vector<TensorSpec> one_d = block_tensors(kBare, b, "F32");
     one_d[0].shape = {91};
-    CHECK_LOAD_FAILS(write(one_d), WeightSelector{}, "gate \"gate_proj.weight\" must be 2-D, found shape [91] (1-D)");
+    CHECK_LOAD_FAILS(write(one_d), WeightSelector{},
+                     "gate \"gate_proj.weight\" must be 2-D, found shape [91] (1-D)");
     std::vector<TensorSpec> three_d = block_tensors(kBare, b, "F32");
     three_d[2].shape = {1, 7, 13};
     CHECK_LOAD_FAILS(write(three_d), WeightSelector{},
@@ -372,16 +385,20 @@ TEST_CASE("errors: a weight in a dtype that does not convert to f32") {
     const std::string path = write(tensors);
     const std::string message = load_error(path, {}, Status::unsupported);
     INFO(message);
-    CHECK(contains(message, path + ": up \"model.layers.0.mlp.up_proj.weight\" has unsupported dtype I32; "
-                                   "weights must be F32, BF16 or F16"));
+    CHECK(contains(message,
+                   path + ": up \"model.layers.0.mlp.up_proj.weight\" has unsupported dtype I32; "
+                          "weights must be F32, BF16 or F16"));
 }
 
 TEST_CASE("errors: a malformed or missing file names the file") {
     const std::string dir = t::temp_dir();
     t::write_file(dir + "/bad.safetensors", t::safetensors_raw(5, "{}", ""));
-    CHECK_LOAD_FAILS(dir + "/bad.safetensors", WeightSelector{}, "header length 5 runs past the end of the file");
-    CHECK_LOAD_FAILS(dir + "/none.safetensors", WeightSelector{}, "cannot open: No such file or directory");
-    CHECK_THROWS_WITH_AS(load_ffn(dir + "/none.safetensors"), doctest::Contains("none.safetensors"), Error);
+    CHECK_LOAD_FAILS(dir + "/bad.safetensors", WeightSelector{},
+                     "header length 5 runs past the end of the file");
+    CHECK_LOAD_FAILS(dir + "/none.safetensors", WeightSelector{},
+                     "cannot open: No such file or directory");
+    CHECK_THROWS_WITH_AS(load_ffn(dir + "/none.safetensors"), doctest::Contains("none.safetensors"),
+                         Error);
 }
 
 TEST_CASE("load_ffn passes the options on") {

@@ -24,8 +24,8 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
-#include "dtypes.hpp"
 #include "cli/npy.hpp"
+#include "dtypes.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
 
@@ -58,7 +58,8 @@ std::set<std::string> list_dir(const std::string& dir) {
     std::set<std::string> names;
     if (DIR* d = ::opendir(dir.c_str())) {
         while (const dirent* e = ::readdir(d))
-            if (std::string(e->d_name) != "." && std::string(e->d_name) != "..") names.insert(e->d_name);
+            if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
+                names.insert(e->d_name);
         ::closedir(d);
     }
     return names;
@@ -77,16 +78,17 @@ Result swiglu_cli(const std::vector<std::string>& args) {
 
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
+                                     0644);
     pid_t pid = 0;
     const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     REQUIRE_MESSAGE(spawned == 0, "cannot start " << SWIGLU_CLI_PATH);
 
     int wstatus = 0;
-    while (::waitpid(pid, &wstatus, 0) < 0) {
-    }
+    while (::waitpid(pid, &wstatus, 0) < 0) {}
     Result r;
     r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -WTERMSIG(wstatus);
     r.out = slurp(out_path);
@@ -102,8 +104,8 @@ std::string command_line(const std::vector<std::string>& args) {
 
 // A failure: exit status 2 (or `status`), nothing on stdout, exactly one
 // line on stderr, "swiglu: error: ...", containing every needle.
-void expect_failure(const std::vector<std::string>& args, std::initializer_list<std::string> needles,
-                    int status = 2) {
+void expect_failure(const std::vector<std::string>& args,
+                    std::initializer_list<std::string> needles, int status = 2) {
     const Result r = swiglu_cli(args);
     INFO(command_line(args));
     INFO("stderr: " << r.err);
@@ -312,7 +314,8 @@ TEST_CASE("info reports the library, and the checkpoint when given one") {
     CHECK(r.out.find("matmul:") != std::string::npos);
     CHECK(r.out.find("threads:    2\n") != std::string::npos);
     CHECK(r.out.find("dtype:      f32\n") != std::string::npos);
-    for (const char* dtype : {"\nf32:", "\nbf16:", "\nint8:"}) CHECK(r.out.find(dtype) != std::string::npos);
+    for (const char* dtype : {"\nf32:", "\nbf16:", "\nint8:"})
+        CHECK(r.out.find(dtype) != std::string::npos);
 
     r = swiglu_cli({"info", "--weights", fx.two, "--layer", "1"});
     INFO(r.err);
@@ -321,9 +324,10 @@ TEST_CASE("info reports the library, and the checkpoint when given one") {
          {"weights:    " + fx.two, std::string("scheme:     hf-llama"),
           std::string("gate:       model.layers.1.mlp.gate_proj.weight"),
           std::string("up:         model.layers.1.mlp.up_proj.weight"),
-          std::string("down:       model.layers.1.mlp.down_proj.weight"), std::string("stored as:  F32"),
-          std::string("d:          13\n"), std::string("f:          29\n"),
-          std::string("parameters: 1131\n"), std::string("matmul:")}) {
+          std::string("down:       model.layers.1.mlp.down_proj.weight"),
+          std::string("stored as:  F32"), std::string("d:          13\n"),
+          std::string("f:          29\n"), std::string("parameters: 1131\n"),
+          std::string("matmul:")}) {
         CHECK(r.out.find(needle) != std::string::npos);
     }
 
@@ -335,14 +339,15 @@ TEST_CASE("info reports the library, and the checkpoint when given one") {
 TEST_CASE("help, version, and no command") {
     Result r = swiglu_cli({"--help"});
     CHECK(r.status == 0);
-    for (const char* needle : {"SiLU(gate) * up", "run", "info", "Examples:", "swiglu run --weights"})
+    for (const char* needle :
+         {"SiLU(gate) * up", "run", "info", "Examples:", "swiglu run --weights"})
         CHECK(r.out.find(needle) != std::string::npos);
 
     r = swiglu_cli({"run", "--help"});
     CHECK(r.status == 0);
-    for (const char* needle : {"--weights", "--layer", "--prefix", "--input", "--output", "--threads",
-                               "--trace", "model.layers.N.mlp.", "gate_up_proj", "val_proj", "W1",
-                               "(M, d) or (B, T, d)"})
+    for (const char* needle :
+         {"--weights", "--layer", "--prefix", "--input", "--output", "--threads", "--trace",
+          "model.layers.N.mlp.", "gate_up_proj", "val_proj", "W1", "(M, d) or (B, T, d)"})
         CHECK(r.out.find(needle) != std::string::npos);
 
     r = swiglu_cli({"info", "--help"});
@@ -370,7 +375,8 @@ TEST_CASE("bad arguments exit 2 with a message and touch nothing") {
     };
     expect_failure(with({"--bogus"}), {"--bogus"});
     expect_failure(with({"stray"}), {"stray"});
-    expect_failure(with({"--layer", "0", "--prefix", "model.layers.0.mlp."}), {"--layer", "--prefix"});
+    expect_failure(with({"--layer", "0", "--prefix", "model.layers.0.mlp."}),
+                   {"--layer", "--prefix"});
     expect_failure(with({"--threads", "-1"}), {"--threads", "-1"});
     expect_failure(with({"--threads", "many"}), {"--threads", "many"});
     expect_failure(with({"--threads", "100000"}), {"threads", "100000"});
@@ -378,9 +384,9 @@ TEST_CASE("bad arguments exit 2 with a message and touch nothing") {
     expect_failure({"run", "--weights", fx.one, "--output", fx.y_path}, {"--input"});
     expect_failure({"run", "--input", fx.x_path, "--output", fx.y_path}, {"--weights"});
     expect_failure({"run", "--weights", fx.one, "--input", fx.x_path}, {"--output"});
-    expect_failure({"run", "--weights", fx.one, "--input", fx.x_path, "--output", fx.y_path,
-                    "--bogus"},
-                   {"--bogus"});
+    expect_failure(
+        {"run", "--weights", fx.one, "--input", fx.x_path, "--output", fx.y_path, "--bogus"},
+        {"--bogus"});
     expect_failure({"frobnicate"}, {"frobnicate"});
     expect_failure({"--bogus"}, {"--bogus"});
     fx.check_untouched();
@@ -391,9 +397,11 @@ TEST_CASE("bad files exit 2, name the file, and touch nothing") {
     const std::string d = fx.dir;
 
     // Weights.
-    expect_failure(fx.run_args(d + "/missing.safetensors", fx.x_path), {d + "/missing.safetensors"});
+    expect_failure(fx.run_args(d + "/missing.safetensors", fx.x_path),
+                   {d + "/missing.safetensors"});
     test::write_file(d + "/garbage.safetensors", "this is not a checkpoint at all");
-    expect_failure(fx.run_args(d + "/garbage.safetensors", fx.x_path), {d + "/garbage.safetensors"});
+    expect_failure(fx.run_args(d + "/garbage.safetensors", fx.x_path),
+                   {d + "/garbage.safetensors"});
     const std::string full = test::safetensors_bytes(hf_layer(fx.block0, 0));
     test::write_file(d + "/cut.safetensors", full.substr(0, full.size() - 10));
     expect_failure(fx.run_args(d + "/cut.safetensors", fx.x_path), {d + "/cut.safetensors"});
@@ -412,7 +420,8 @@ TEST_CASE("bad files exit 2, name the file, and touch nothing") {
     write_npy(d + "/d12x3.npy", test::random_input(6, kD - 1, 1), {2, 3, kD - 1});
     expect_failure(fx.run_args(fx.one, d + "/d12x3.npy"), {d + "/d12x3.npy", "expected d = 13"});
     write_npy(d + "/rank1.npy", test::random_input(1, kD, 1), {kD});
-    expect_failure(fx.run_args(fx.one, d + "/rank1.npy"), {d + "/rank1.npy", "(13,)", "(M, d) or (B, T, d)"});
+    expect_failure(fx.run_args(fx.one, d + "/rank1.npy"),
+                   {d + "/rank1.npy", "(13,)", "(M, d) or (B, T, d)"});
     write_npy(d + "/rank4.npy", test::random_input(2, kD, 1), {1, 2, 1, kD});
     expect_failure(fx.run_args(fx.one, d + "/rank4.npy"), {d + "/rank4.npy", "(1, 2, 1, 13)"});
     write_npy(d + "/rank0.npy", {1.0f}, {});
@@ -420,9 +429,11 @@ TEST_CASE("bad files exit 2, name the file, and touch nothing") {
 
     const std::string f8 = "{'descr': '<f8', 'fortran_order': False, 'shape': (5, 13), }";
     test::write_file(d + "/f8.npy", detail::npy_preamble(f8) + std::string(5 * 13 * 8, '\0'));
-    expect_failure(fx.run_args(fx.one, d + "/f8.npy"), {d + "/f8.npy", "unsupported dtype '<f8'", "'<f4'"});
+    expect_failure(fx.run_args(fx.one, d + "/f8.npy"),
+                   {d + "/f8.npy", "unsupported dtype '<f8'", "'<f4'"});
     const std::string fortran = "{'descr': '<f4', 'fortran_order': True, 'shape': (5, 13), }";
-    test::write_file(d + "/fortran.npy", detail::npy_preamble(fortran) + std::string(5 * 13 * 4, '\0'));
+    test::write_file(d + "/fortran.npy",
+                     detail::npy_preamble(fortran) + std::string(5 * 13 * 4, '\0'));
     expect_failure(fx.run_args(fx.one, d + "/fortran.npy"), {d + "/fortran.npy", "Fortran order"});
     const std::string good = slurp(fx.x_path);
     test::write_file(d + "/short.npy", good.substr(0, good.size() - 4));

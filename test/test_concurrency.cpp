@@ -107,9 +107,7 @@ TEST_CASE("16 threads on one Ffn: every output bit-identical to a serial call") 
         std::vector<float> y(x.size(), -1.0f);
         try {
             switch ((c + i) % 4) {
-                case 0:
-                    shared.forward(x.data(), y.data(), t);
-                    break;
+                case 0: shared.forward(x.data(), y.data(), t); break;
                 case 1:  // in place
                     y = x;
                     shared.forward(y.data(), y.data(), t);
@@ -120,7 +118,8 @@ TEST_CASE("16 threads on one Ffn: every output bit-identical to a serial call") 
                 default: {  // traced: y and trace.down both
                     Trace trace;
                     shared.forward_traced(x.data(), y.data(), t, trace);
-                    if (!same_bits(trace.down, expected.y[k])) ++mismatches[static_cast<std::size_t>(c)];
+                    if (!same_bits(trace.down, expected.y[k]))
+                        ++mismatches[static_cast<std::size_t>(c)];
                 }
             }
         } catch (const Error&) {
@@ -166,11 +165,13 @@ TEST_CASE("16 threads on one C handle: bit-identical, and error messages stay pe
             // A failing call: this thread's message names its own mistake.
             if (swiglu_ffn_forward(ffn, x.data(), y.data(), -1 - c) != SWIGLU_INVALID_ARGUMENT)
                 ++bad_status[slot];
-            if (std::string(swiglu_last_error()).find("(got " + std::to_string(-1 - c) + ")") == std::string::npos)
+            if (std::string(swiglu_last_error()).find("(got " + std::to_string(-1 - c) + ")") ==
+                std::string::npos)
                 ++bad_message[slot];
             return;
         }
-        if (swiglu_ffn_forward(ffn, x.data(), y.data(), kTokenCounts[k]) != SWIGLU_OK) ++bad_status[slot];
+        if (swiglu_ffn_forward(ffn, x.data(), y.data(), kTokenCounts[k]) != SWIGLU_OK)
+            ++bad_status[slot];
         if (*swiglu_last_error() != '\0') ++bad_message[slot];  // a success clears it
         int64_t got_d = 0, got_f = 0;
         if (swiglu_ffn_dims(ffn, &got_d, &got_f) != SWIGLU_OK || got_d != d || got_f != f)

@@ -42,7 +42,8 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
             for (std::int64_t i = 0; i < in; ++i) column[i] = float(test::weight(views[m], i, o));
             if (dtype == Dtype::int8) {
                 std::vector<std::int8_t> q(column.size());
-                const float s = detail::quantize_column(column.data(), column.size(), 1, q.data(), 1);
+                const float s =
+                    detail::quantize_column(column.data(), column.size(), 1, q.data(), 1);
                 for (std::int64_t i = 0; i < in; ++i) w[m][i * out + o] = double(q[i]) * s;
             } else {
                 for (std::int64_t i = 0; i < in; ++i)
@@ -83,14 +84,15 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
     return y;
 }
 
-struct Shape { std::int64_t d, f, tokens; };
+struct Shape {
+    std::int64_t d, f, tokens;
+};
 // The last one has several gate|up column tiles even in int8 (2 d f bytes
 // > 1 MiB), so int8 quantises act in its separate step; the others in the
 // gate|up task (PackedBlock::act_quantized_in_gate_up).
-const Shape kShapes[] = {{1, 1, 1},      {7, 13, 5},     {13, 7, 3},
-                         {2, 341, 17},   {128, 341, 1},  {128, 341, 70},
-                         {341, 128, 2},  {384, 1024, 9}, {1024, 384, 4},
-                         {1100, 700, 19}};
+const Shape kShapes[] = {{1, 1, 1},      {7, 13, 5},     {13, 7, 3},    {2, 341, 17},
+                         {128, 341, 1},  {128, 341, 70}, {341, 128, 2}, {384, 1024, 9},
+                         {1024, 384, 4}, {1100, 700, 19}};
 
 // Bounds, relative to max|y|.
 //  bf16 vs its simulation: f32 accumulation (as in test_block) plus the few
@@ -126,16 +128,16 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound) {
             ffn.forward(x.data(), y.data(), s.tokens);
             const double sim = test::relative_error(y, simulated_ffn(x, s.tokens, b, dtype));
             const double format = test::relative_error(
-                y, test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(),
-                                       b.down_view()));
+                y,
+                test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(), b.down_view()));
             CHECK(sim <= simulated_bound);
             CHECK(format <= format_bound);
             worst_sim = std::max(worst_sim, sim);
             worst_format = std::max(worst_format, format);
         }
     }
-    MESSAGE(std::string(dtype_name(dtype)), ": worst error vs simulation ", worst_sim,
-            ", vs fp64 ", worst_format);
+    MESSAGE(std::string(dtype_name(dtype)), ": worst error vs simulation ", worst_sim, ", vs fp64 ",
+            worst_format);
 }
 
 }  // namespace
@@ -154,24 +156,24 @@ TEST_CASE("int8 matches its simulation tightly and fp64 within the format's erro
 TEST_CASE("reduced precision: bit-identical for any thread count, chunks, in place") {
     // 1100 x 700: int8 quantises act in a separate step (see kShapes).
     for (const auto& [d, f] : {std::pair<std::int64_t, std::int64_t>{384, 1024}, {1100, 700}})
-    for (Dtype dtype : test::kReducedDtypes) {
-        if (dtype == Dtype::int8 && !test::int8_supported()) continue;
-        RandomBlock b(d, f, Layout::out_in, 9);
-        Ffn serial(b.gate_view(), b.up_view(), b.down_view(), Options{1, dtype});
-        Ffn parallel(b.gate_view(), b.up_view(), b.down_view(), Options{3, dtype});
-        for (std::int64_t tokens : {1, 17, 300}) {
-            CAPTURE(d);
-            CAPTURE(dtype_name(dtype));
-            CAPTURE(tokens);
-            auto x = test::random_input(tokens, d, 4);
-            std::vector<float> a(x.size()), c(x.size());
-            serial.forward(x.data(), a.data(), tokens);
-            parallel.forward(x.data(), c.data(), tokens);
-            CHECK(a == c);
-            parallel.forward(x.data(), x.data(), tokens);
-            CHECK(x == a);
+        for (Dtype dtype : test::kReducedDtypes) {
+            if (dtype == Dtype::int8 && !test::int8_supported()) continue;
+            RandomBlock b(d, f, Layout::out_in, 9);
+            Ffn serial(b.gate_view(), b.up_view(), b.down_view(), Options{1, dtype});
+            Ffn parallel(b.gate_view(), b.up_view(), b.down_view(), Options{3, dtype});
+            for (std::int64_t tokens : {1, 17, 300}) {
+                CAPTURE(d);
+                CAPTURE(dtype_name(dtype));
+                CAPTURE(tokens);
+                auto x = test::random_input(tokens, d, 4);
+                std::vector<float> a(x.size()), c(x.size());
+                serial.forward(x.data(), a.data(), tokens);
+                parallel.forward(x.data(), c.data(), tokens);
+                CHECK(a == c);
+                parallel.forward(x.data(), x.data(), tokens);
+                CHECK(x == a);
+            }
         }
-    }
 }
 
 TEST_CASE("reduced precision: known values and what runs") {
@@ -226,9 +228,9 @@ TEST_CASE("int8 is refused, not computed wrong, where oneDNN has no VNNI kernel"
 
 TEST_CASE("options.dtype is validated") {
     RandomBlock b(7, 13, Layout::out_in, 1);
-    CHECK_THROWS_WITH_AS(Ffn(b.gate_view(), b.up_view(), b.down_view(),
-                             Options{1, static_cast<Dtype>(7)}),
-                         doctest::Contains("options.dtype"), Error);
+    CHECK_THROWS_WITH_AS(
+        Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, static_cast<Dtype>(7)}),
+        doctest::Contains("options.dtype"), Error);
 }
 
 }  // TEST_SUITE

@@ -69,10 +69,12 @@ TEST_CASE("construction rejects bad weights and options") {
 
     const float one = 1.0f;
     const std::int64_t huge = std::int64_t{1} << 40;
-    expect_error([&] {
-        (void)Ffn(WeightView::out_in(&one, huge, huge), WeightView::out_in(&one, huge, huge),
-            WeightView::out_in(&one, huge, huge));
-    }, bad, "overflows");
+    expect_error(
+        [&] {
+            (void)Ffn(WeightView::out_in(&one, huge, huge), WeightView::out_in(&one, huge, huge),
+                      WeightView::out_in(&one, huge, huge));
+        },
+        bad, "overflows");
 
     expect_error([&] { (void)Ffn(g, u, dn, Options{-1}); }, bad, "options.threads");
     expect_error([&] { (void)Ffn(g, u, dn, Options{1 << 20}); }, bad, "options.threads");
@@ -86,7 +88,8 @@ TEST_CASE("construction: boundary sizes and counts, each message naming the argu
     // Every weight, every dimension, zero and negative.
     const char* names[3] = {"gate", "up", "down"};
     for (int which = 0; which < 3; ++which) {
-        for (std::int64_t value : {std::int64_t{0}, std::int64_t{-1}, std::numeric_limits<std::int64_t>::min()}) {
+        for (std::int64_t value :
+             {std::int64_t{0}, std::int64_t{-1}, std::numeric_limits<std::int64_t>::min()}) {
             for (int dim = 0; dim < 2; ++dim) {
                 WeightView views[3] = {g, u, dn};
                 (dim == 0 ? views[which].rows : views[which].cols) = value;
@@ -105,10 +108,12 @@ TEST_CASE("construction: boundary sizes and counts, each message naming the argu
     // d * f fits in 64 bits but the bytes of three weights (12 d f) do not.
     const float one = 1.0f;
     const std::int64_t big = std::int64_t{1} << 31;
-    expect_error([&] {
-        (void)Ffn(WeightView::out_in(&one, big, big), WeightView::out_in(&one, big, big),
-                  WeightView::out_in(&one, big, big));
-    }, bad, {"d = 2147483648", "f = 2147483648", "overflows"});
+    expect_error(
+        [&] {
+            (void)Ffn(WeightView::out_in(&one, big, big), WeightView::out_in(&one, big, big),
+                      WeightView::out_in(&one, big, big));
+        },
+        bad, {"d = 2147483648", "f = 2147483648", "overflows"});
     // A shape mismatch names what was expected.
     expect_error([&] { (void)Ffn(g, WeightView::out_in(b.up.data(), 12, 7), dn); }, bad,
                  {"up is (12, 7)", "in d = 7, out f = 13"});
@@ -119,8 +124,11 @@ TEST_CASE("construction: boundary sizes and counts, each message naming the argu
     for (int threads : {-1, 4097, INT_MAX, INT_MIN})
         expect_error([&] { (void)Ffn(g, u, dn, Options{threads}); }, bad,
                      {"options.threads", "[1, 4096]", "got " + std::to_string(threads)});
-    expect_error([&] { (void)Ffn(g, u, dn, Options{1, static_cast<Dtype>(7)}); }, bad,
-                 {"options.dtype", "got 7"});
+    expect_error(
+        [&] {
+            (void)Ffn(g, u, dn, Options{1, static_cast<Dtype>(7)});
+        },
+        bad, {"options.dtype", "got 7"});
     CHECK(Ffn(g, u, dn, Options{0}).threads() >= 1);
     CHECK(Ffn(g, u, dn, Options{1}).threads() == 1);
 }
@@ -139,9 +147,9 @@ TEST_CASE("forward rejects bad calls and leaves y untouched") {
                  bad, "overflows");
     expect_error([&] { ffn.forward(x.data(), x.data() + 1, 2); }, bad, "overlap");
     expect_error([&] { ffn.forward(x.data(), y.data(), -1, 2); }, bad, "batch and seq");
-    expect_error([&] {
-        ffn.forward(x.data(), y.data(), std::int64_t{1} << 40, std::int64_t{1} << 40);
-    }, bad, "overflows");
+    expect_error(
+        [&] { ffn.forward(x.data(), y.data(), std::int64_t{1} << 40, std::int64_t{1} << 40); }, bad,
+        "overflows");
     CHECK(y == y_before);
 
     // Zero tokens is a valid no-op, even with null pointers.
@@ -160,12 +168,14 @@ TEST_CASE("a refused forward leaves y, the trace and the Ffn as they were") {
     std::vector<float> y(x.size(), 42.0f);
     // tokens * d fits in 64 bits, tokens * d * 4 bytes does not.
     const std::int64_t tokens = std::numeric_limits<std::int64_t>::max() / 4 / 7 + 1;
-    expect_error([&] { ffn.forward(x.data(), y.data(), tokens); }, bad, {"tokens * d", "overflows"});
+    expect_error([&] { ffn.forward(x.data(), y.data(), tokens); }, bad,
+                 {"tokens * d", "overflows"});
     // batch * seq fits, times d does not.
-    expect_error([&] { ffn.forward(x.data(), y.data(), std::int64_t{1} << 31, std::int64_t{1} << 30); },
-                 bad, {"overflows"});
-    expect_error([&] { ffn.forward(x.data(), y.data(), std::numeric_limits<std::int64_t>::min()); }, bad,
-                 {"tokens must be >= 0"});
+    expect_error(
+        [&] { ffn.forward(x.data(), y.data(), std::int64_t{1} << 31, std::int64_t{1} << 30); }, bad,
+        {"overflows"});
+    expect_error([&] { ffn.forward(x.data(), y.data(), std::numeric_limits<std::int64_t>::min()); },
+                 bad, {"tokens must be >= 0"});
     expect_error([&] { ffn.forward(x.data(), y.data(), 3, -1); }, bad, {"batch and seq"});
     // Overlap in either direction; only y == x is allowed.
     std::vector<float> both(2 * x.size(), 1.0f);
@@ -179,7 +189,8 @@ TEST_CASE("a refused forward leaves y, the trace and the Ffn as they were") {
     trace.down = {2.0f};
     expect_error([&] { ffn.forward_traced(x.data(), y.data(), -3, trace); }, bad, {"tokens"});
     expect_error([&] { ffn.forward_traced(nullptr, y.data(), 3, trace); }, bad, {"x is null"});
-    expect_error([&] { ffn.forward_traced(x.data(), y.data(), tokens, trace); }, bad, {"overflows"});
+    expect_error([&] { ffn.forward_traced(x.data(), y.data(), tokens, trace); }, bad,
+                 {"overflows"});
     CHECK(trace.gate == std::vector<float>{1.0f});
     CHECK(trace.down == std::vector<float>{2.0f});
     CHECK(y == std::vector<float>(x.size(), 42.0f));
@@ -188,7 +199,9 @@ TEST_CASE("a refused forward leaves y, the trace and the Ffn as they were") {
     CHECK(run(ffn, x, 3) == before);
 }
 
-TEST_CASE("moving an Ffn: the moved-to one computes the same, every member of the moved-from one reports misuse") {
+TEST_CASE(
+    "moving an Ffn: the moved-to one computes the same, every member of the moved-from one reports "
+    "misuse") {
     RandomBlock b(7, 13, Layout::in_out, 2);
     Ffn a(b.gate_view(), b.up_view(), b.down_view());
     const auto x = test::random_input(2, 7, 4);

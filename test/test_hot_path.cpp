@@ -34,7 +34,11 @@ using namespace swiglu;
 TEST_SUITE("hot_path") {
 
 TEST_CASE("forward allocates the same on every call, only inside oneDNN's execute") {
-    struct Case { std::int64_t d, f, tokens; int threads; long executions; };
+    struct Case {
+        std::int64_t d, f, tokens;
+        int threads;
+        long executions;
+    };
     // executions = primitive runs per call: (row tiles) x (column tiles), both phases.
     for (Case c : {Case{128, 341, 1, 1, 2}, Case{128, 341, 64, 2, 8}, Case{13, 7, 5, 2, 2}}) {
         CAPTURE(c.d);

@@ -13,8 +13,8 @@
 #include <algorithm>
 #include <cfloat>
 #include <cmath>
-#include <cstring>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -66,11 +66,12 @@ std::vector<float> check_classes(const Ffn& ffn, const RandomBlock& b, const std
     for (std::size_t i = 0; i < y.size(); ++i) {
         if (class_of(y[i]) != class_of(ref[i])) {
             if (class_mismatches++ < 5)
-                MESSAGE("element ", i, " (row ", i / static_cast<std::size_t>(b.d), "): got ", y[i], " (",
-                        class_name(class_of(y[i])), "), reference ", ref[i], " (",
+                MESSAGE("element ", i, " (row ", i / static_cast<std::size_t>(b.d), "): got ", y[i],
+                        " (", class_name(class_of(y[i])), "), reference ", ref[i], " (",
                         class_name(class_of(ref[i])), ")");
         } else if (class_of(y[i]) == C::finite && std::abs(y[i] - ref[i]) > 1e-4 * scale) {
-            if (value_mismatches++ < 5) MESSAGE("element ", i, ": got ", y[i], ", reference ", ref[i]);
+            if (value_mismatches++ < 5)
+                MESSAGE("element ", i, ": got ", y[i], ", reference ", ref[i]);
         }
     }
     CHECK(class_mismatches == 0);
@@ -88,7 +89,8 @@ std::vector<float> run(const Ffn& ffn, const std::vector<float>& x, std::int64_t
 bool other_rows_identical(const std::vector<float>& a, const std::vector<float>& b, std::int64_t d,
                           std::int64_t skip) {
     for (std::size_t i = 0; i < a.size(); ++i)
-        if (static_cast<std::int64_t>(i) / d != skip && std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
+        if (static_cast<std::int64_t>(i) / d != skip &&
+            std::memcmp(&a[i], &b[i], sizeof(float)) != 0)
             return false;
     return true;
 }
@@ -110,6 +112,8 @@ TEST_CASE("the documented formula at the edges: d = f = 1") {
         float g, u, w, x;
         Class expected;
     };
+    // One case a line, the comments aligned:
+    // clang-format off
     const Case cases[] = {
         {1, 1, 1, kInf, C::pos_inf},       // inf * inf
         {1, -1, 1, kInf, C::neg_inf},      // inf * -inf
@@ -132,6 +136,7 @@ TEST_CASE("the documented formula at the edges: d = f = 1") {
         {1, 1, 1, -1e30f, C::finite},      // SiLU(-1e30) * -1e30 = 0 * ... (exp(-|z|) underflows)
         {1, 1, 1, FLT_MIN / 4, C::finite}, // subnormal x
     };
+    // clang-format on
     for (const Case& c : cases) {
         CAPTURE(c.g);
         CAPTURE(c.u);
@@ -166,7 +171,8 @@ TEST_CASE("a NaN or infinity in x reaches its own row only") {
                 const std::vector<float> y = check_classes(ffn, b, x, tokens);
                 CHECK(other_rows_identical(y, y_clean, s.d, row));
                 // A whole row of the special value, and the same in place.
-                for (std::int64_t i = 0; i < s.d; ++i) x[static_cast<std::size_t>(row * s.d + i)] = special;
+                for (std::int64_t i = 0; i < s.d; ++i)
+                    x[static_cast<std::size_t>(row * s.d + i)] = special;
                 const std::vector<float> y_row = check_classes(ffn, b, x, tokens);
                 CHECK(other_rows_identical(y_row, y_clean, s.d, row));
                 ffn.forward(x.data(), x.data(), tokens);
@@ -197,9 +203,9 @@ TEST_CASE("a NaN or infinity in a weight propagates as the formula says") {
                     // one depends on the signs of x).
                     if (std::isnan(special))
                         for (std::int64_t t = 1; t < tokens; ++t)
-                        for (std::int64_t i = 0; i < s.d; ++i)
-                            CHECK(class_of(y[static_cast<std::size_t>(t * s.d + i)]) ==
-                                  class_of(y[static_cast<std::size_t>(i)]));
+                            for (std::int64_t i = 0; i < s.d; ++i)
+                                CHECK(class_of(y[static_cast<std::size_t>(t * s.d + i)]) ==
+                                      class_of(y[static_cast<std::size_t>(i)]));
                 }
             }
         }
@@ -219,7 +225,8 @@ TEST_CASE("all-special inputs or weights finish, and NaN or infinities give NaN"
         {
             const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
             const std::vector<float> y = run(ffn, x, tokens);
-            if (exact) CHECK(std::all_of(y.begin(), y.end(), [](float v) { return std::isnan(v); }));
+            if (exact)
+                CHECK(std::all_of(y.begin(), y.end(), [](float v) { return std::isnan(v); }));
         }
         std::fill(b.gate.begin(), b.gate.end(), special);
         std::fill(b.up.begin(), b.up.end(), special);

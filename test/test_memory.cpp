@@ -31,7 +31,8 @@ using namespace swiglu;
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 #define SWIGLU_TEST_SANITIZED 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || \
+    __has_feature(memory_sanitizer)
 #define SWIGLU_TEST_SANITIZED 1
 #endif
 #endif
@@ -60,7 +61,8 @@ public:
     explicit GuardedFloats(std::size_t count) {
         page_ = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
         REQUIRE(count * sizeof(float) <= page_);
-        void* p = ::mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        void* p =
+            ::mmap(nullptr, 2 * page_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         REQUIRE(p != MAP_FAILED);
         base_ = static_cast<unsigned char*>(p);
         REQUIRE(::mprotect(base_ + page_, page_, PROT_NONE) == 0);
@@ -122,9 +124,10 @@ TEST_CASE("peak RSS of forward does not grow with the token count") {
             MESSAGE(std::string(dtype_name(dtype)), " skipped: ", e.what());
             continue;
         }
-        MESSAGE(std::string(dtype_name(dtype)), ", d = ", d, ", f = ", f, ": peak RSS growth during forward: first call, 1 token ",
-                first_1, " KiB; then ", many, " tokens ", then_many, " KiB; first call, ", many, " tokens ",
-                first_many, " KiB (x and y, ", 2 * many * d * 4 / 1024, " KiB, resident before)");
+        MESSAGE(std::string(dtype_name(dtype)), ", d = ", d, ", f = ", f,
+                ": peak RSS growth during forward: first call, 1 token ", first_1, " KiB; then ",
+                many, " tokens ", then_many, " KiB; first call, ", many, " tokens ", first_many,
+                " KiB (x and y, ", 2 * many * d * 4 / 1024, " KiB, resident before)");
         if (SWIGLU_TEST_SANITIZED) continue;
         // Scratch of a token count's size would be >= 4096 * f * 4 bytes (44
         // MiB here) for the act buffer alone; one chunk's is 256 rows (2.75
@@ -150,36 +153,37 @@ TEST_CASE("a block too large to allocate fails with a clear error and reads noth
         bool needs_overcommit_check;
     };
     for (const Case c : {Case{22, false}, Case{20, true}})
-    for (Dtype dtype : test::kDtypes) {
-        CAPTURE(c.log2);
-        CAPTURE(std::string(dtype_name(dtype)));
-        // With vm.overcommit_memory = 1 the kernel grants any address space
-        // there is; only f32 at 2^22 (192 TiB) is then sure to fail.
-        if ((c.needs_overcommit_check || dtype != Dtype::f32) && overcommit_mode() == 1) {
-            MESSAGE("vm.overcommit_memory = 1: skipped");
-            continue;
+        for (Dtype dtype : test::kDtypes) {
+            CAPTURE(c.log2);
+            CAPTURE(std::string(dtype_name(dtype)));
+            // With vm.overcommit_memory = 1 the kernel grants any address space
+            // there is; only f32 at 2^22 (192 TiB) is then sure to fail.
+            if ((c.needs_overcommit_check || dtype != Dtype::f32) && overcommit_mode() == 1) {
+                MESSAGE("vm.overcommit_memory = 1: skipped");
+                continue;
+            }
+            const std::int64_t n = std::int64_t{1} << c.log2;
+            const WeightView w = WeightView::out_in(one.data(), n, n);
+            const long rss_before = status_kib("VmRSS");
+            const auto start = std::chrono::steady_clock::now();
+            try {
+                const Ffn ffn(w, w, w, Options{1, dtype});
+                FAIL("a block of d = f = 2^", c.log2, " was constructed");
+            } catch (const Error& e) {
+                const std::string message = e.what();
+                MESSAGE(std::string(dtype_name(dtype)), ", d = f = 2^", c.log2, ": ", message);
+                if (e.status() == Status::unsupported)
+                    continue;  // int8 without VNNI: refused first
+                CHECK(e.status() == Status::out_of_memory);
+                CHECK(message.find("cannot allocate") != std::string::npos);
+                CHECK(message.find("bytes") != std::string::npos);
+                CHECK(message.find('\n') == std::string::npos);
+            }
+            const double seconds =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            CHECK(seconds < 10.0);  // refused up front, not after packing anything
+            CHECK(status_kib("VmRSS") - rss_before < 64 * 1024);
         }
-        const std::int64_t n = std::int64_t{1} << c.log2;
-        const WeightView w = WeightView::out_in(one.data(), n, n);
-        const long rss_before = status_kib("VmRSS");
-        const auto start = std::chrono::steady_clock::now();
-        try {
-            const Ffn ffn(w, w, w, Options{1, dtype});
-            FAIL("a block of d = f = 2^", c.log2, " was constructed");
-        } catch (const Error& e) {
-            const std::string message = e.what();
-            MESSAGE(std::string(dtype_name(dtype)), ", d = f = 2^", c.log2, ": ", message);
-            if (e.status() == Status::unsupported) continue;  // int8 without VNNI: refused first
-            CHECK(e.status() == Status::out_of_memory);
-            CHECK(message.find("cannot allocate") != std::string::npos);
-            CHECK(message.find("bytes") != std::string::npos);
-            CHECK(message.find('\n') == std::string::npos);
-        }
-        const double seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        CHECK(seconds < 10.0);  // refused up front, not after packing anything
-        CHECK(status_kib("VmRSS") - rss_before < 64 * 1024);
-    }
 }
 
 }  // TEST_SUITE

@@ -24,9 +24,9 @@
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;
-using detail::NpyArray;
 using detail::npy_bytes;
 using detail::npy_preamble;
+using detail::NpyArray;
 using detail::parse_npy;
 using swiglu::test::expect_error;
 
@@ -104,7 +104,8 @@ TEST_CASE("the writer produces exactly what numpy.save writes") {
     CHECK(bytes.substr(10, dict.size()) == dict);
     CHECK(bytes.substr(10 + dict.size(), 117 - dict.size()) == std::string(117 - dict.size(), ' '));
     CHECK(bytes[127] == '\n');
-    CHECK(detail::npy_header_dict({5}) == "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }");
+    CHECK(detail::npy_header_dict({5}) ==
+          "{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }");
     CHECK(detail::npy_header_dict({}) == "{'descr': '<f4', 'fortran_order': False, 'shape': (), }");
 }
 
@@ -121,11 +122,10 @@ TEST_CASE("headers numpy or other writers may produce are accepted") {
     }
     // Other key orders, quotes, spacing, no trailing comma, Python 2 longs,
     // native and no byte order marks.
-    for (const char* dict :
-         {"{'shape': (2, 3), 'fortran_order': False, 'descr': '<f4'}",
-          "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2,3)}",
-          "  {'descr':'=f4','fortran_order':False,'shape':(2L, 3L),}  ",
-          "{'descr': '|f4', 'fortran_order': False, 'shape': (2, 3, ), }"}) {
+    for (const char* dict : {"{'shape': (2, 3), 'fortran_order': False, 'descr': '<f4'}",
+                             "{\"descr\": \"<f4\", \"fortran_order\": False, \"shape\": (2,3)}",
+                             "  {'descr':'=f4','fortran_order':False,'shape':(2L, 3L),}  ",
+                             "{'descr': '|f4', 'fortran_order': False, 'shape': (2, 3, ), }"}) {
         CAPTURE(dict);
         const NpyArray a = parse_npy(with_dict(dict, 24), "ok.npy");
         CHECK(a.shape == std::vector<std::int64_t>{2, 3});
@@ -157,8 +157,9 @@ TEST_CASE("read_npy reads a file and names it in errors") {
         }
         return "(no error)";
     };
-    CHECK(read_error(dir + "/empty.npy") == dir + "/empty.npy: not a .npy file (it does not start "
-                                                 "with the magic string \"\\x93NUMPY\")");
+    CHECK(read_error(dir + "/empty.npy") == dir +
+                                                "/empty.npy: not a .npy file (it does not start "
+                                                "with the magic string \"\\x93NUMPY\")");
     CHECK(read_error(dir + "/missing.npy") ==
           dir + "/missing.npy: cannot open: No such file or directory");
     CHECK(read_error(dir) == dir + ": is a directory, not a .npy file");
@@ -274,10 +275,12 @@ TEST_CASE("negative, garbage and overflowing shapes are rejected") {
 
 TEST_CASE("data shorter or longer than the shape says is rejected") {
     const std::string good = npy_bytes(iota(6).data(), {2, 3});
-    expect_rejected(good.substr(0, good.size() - 1),
-                    "data is 23 bytes but shape (2, 3) of float32 needs 24 bytes (file truncated?)");
+    expect_rejected(
+        good.substr(0, good.size() - 1),
+        "data is 23 bytes but shape (2, 3) of float32 needs 24 bytes (file truncated?)");
     expect_rejected(good.substr(0, good.size() - 24), "data is 0 bytes but shape (2, 3)");
-    expect_rejected(good + '\0', "data is 25 bytes but shape (2, 3) of float32 needs 24 bytes (trailing bytes)");
+    expect_rejected(good + '\0',
+                    "data is 25 bytes but shape (2, 3) of float32 needs 24 bytes (trailing bytes)");
     expect_rejected(good + std::string(24, '\0'), "data is 48 bytes");
     // A lying shape on an empty array.
     expect_rejected(with_dict(f4_dict("(0, 3)"), 4), "data is 4 bytes but shape (0, 3)");
@@ -317,8 +320,8 @@ TEST_CASE("a streamed input is checked as it arrives and never buffered without 
                 sent += static_cast<std::size_t>(n);
             }
             const std::string filler(1 << 16, 'y');
-            while (endless && sent == head.size() && ::write(fd, filler.data(), filler.size()) > 0) {
-            }
+            while (endless && sent == head.size() &&
+                   ::write(fd, filler.data(), filler.size()) > 0) {}
             ::close(fd);
         });
         const std::string path = "/dev/fd/" + std::to_string(fds[0]);
@@ -340,7 +343,8 @@ TEST_CASE("a streamed input is checked as it arrives and never buffered without 
     std::tie(array, error) = through_pipe(good, true);
     CHECK(error.find("data continues past the 24 bytes") != std::string::npos);
     // A header length the limit refuses before any of it is read.
-    std::tie(array, error) = through_pipe(std::string("\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12), true);
+    std::tie(array, error) =
+        through_pipe(std::string("\x93NUMPY\x02\x00\xff\xff\xff\x7f", 12), true);
     CHECK(error.find("exceeds the limit") != std::string::npos);
 }
 

@@ -14,16 +14,16 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "error_checks.hpp"
 #include "io/half.hpp"
 #include "io/safetensors.hpp"
-#include "error_checks.hpp"
 #include "safetensors_writer.hpp"
 
 using namespace swiglu;
-using swiglu::test::contains;
-using detail::TensorDtype;
 using detail::SafetensorsFile;
+using detail::TensorDtype;
 using detail::TensorInfo;
+using swiglu::test::contains;
 namespace t = swiglu::test;
 
 namespace {
@@ -62,17 +62,15 @@ std::string error_of(const std::string& bytes, Status status = Status::invalid_a
 }
 
 // Each malformed file must name the source and give its rule's message.
-#define CHECK_REJECTED(bytes, needle)                         \
-    do {                                                      \
-        const std::string message_ = error_of(bytes);         \
-        INFO("message: " << message_);                        \
-        CHECK(contains(message_, "<memory>: "));              \
-        CHECK(contains(message_, needle));                    \
+#define CHECK_REJECTED(bytes, needle)                 \
+    do {                                              \
+        const std::string message_ = error_of(bytes); \
+        INFO("message: " << message_);                \
+        CHECK(contains(message_, "<memory>: "));      \
+        CHECK(contains(message_, needle));            \
     } while (0)
 
-std::string f32_bytes(const std::vector<float>& v) {
-    return t::tensor_bytes({"", "F32", {}, v});
-}
+std::string f32_bytes(const std::vector<float>& v) { return t::tensor_bytes({"", "F32", {}, v}); }
 
 // A valid three-tensor file: "a" F32 [2, 3], "b" BF16 [3], "c" F16 [2].
 const std::vector<float> kA = {1, -2, 3.5f, 0, -0.0f, 1e-3f};
@@ -80,8 +78,8 @@ const std::vector<float> kB = {1.0f / 3, -7, 65504};
 const std::vector<float> kC = {0.1f, -6e-8f};
 
 std::string three_tensors(const std::string& metadata = "") {
-    return t::safetensors_bytes({{"a", "F32", {2, 3}, kA}, {"b", "BF16", {3}, kB}, {"c", "F16", {2}, kC}},
-                                metadata);
+    return t::safetensors_bytes(
+        {{"a", "F32", {2, 3}, kA}, {"b", "BF16", {3}, kB}, {"c", "F16", {2}, kC}}, metadata);
 }
 
 void check_three_tensors(const SafetensorsFile& file) {
@@ -136,9 +134,9 @@ TEST_CASE("f16 and bf16 widen exactly: all 65536 values") {
         CHECK(bits_of(detail::bf16_to_f32(bits)) == (h << 16));
     }
     // Spot checks that say what the cases are.
-    CHECK(detail::f16_to_f32(0x0001) == std::ldexp(1.0f, -24));  // smallest subnormal
+    CHECK(detail::f16_to_f32(0x0001) == std::ldexp(1.0f, -24));         // smallest subnormal
     CHECK(detail::f16_to_f32(0x03FF) == 1023 * std::ldexp(1.0f, -24));  // largest subnormal
-    CHECK(detail::f16_to_f32(0x0400) == std::ldexp(1.0f, -14));  // smallest normal
+    CHECK(detail::f16_to_f32(0x0400) == std::ldexp(1.0f, -14));         // smallest normal
     CHECK(detail::f16_to_f32(0x7BFF) == 65504.0f);
     CHECK(detail::f16_to_f32(0x7C00) == std::numeric_limits<float>::infinity());
     CHECK(detail::f16_to_f32(0xFC00) == -std::numeric_limits<float>::infinity());
@@ -174,7 +172,10 @@ TEST_CASE("reads a well-formed file from memory and from disk") {
     CHECK(disk.header_length() == mem.header_length());
     // Copies share the mapping, which outlives the original.
     SafetensorsFile copy = disk;
-    { const SafetensorsFile gone = std::move(copy); check_three_tensors(gone); }
+    {
+        const SafetensorsFile gone = std::move(copy);
+        check_three_tensors(gone);
+    }
     check_three_tensors(disk);
 }
 
@@ -214,8 +215,8 @@ TEST_CASE("tensors need not be aligned: odd offsets, odd buffer address") {
 
 TEST_CASE("header order need not be data order") {
     // Valid: JSON objects are unordered; the tiling is checked sorted by offset.
-    const std::string header =
-        "{" + entry("second", "F32", "[1]", "[4,8]") + "," + entry("first", "F32", "[1]", "[0,4]") + "}";
+    const std::string header = "{" + entry("second", "F32", "[1]", "[4,8]") + "," +
+                               entry("first", "F32", "[1]", "[0,4]") + "}";
     const MemoryFile memory(raw(header, f32_bytes({1, 2})));
     const SafetensorsFile& file = memory.file;
     REQUIRE(file.tensors().size() == 2);
@@ -247,8 +248,8 @@ TEST_CASE("empty, zero-element and scalar tensors") {
 
 TEST_CASE("sub-byte dtypes are sized in bits") {
     // F4: 4 bits per element, so [6] is 3 bytes; F6: [4] is 3 bytes.
-    const std::string header =
-        "{" + entry("f4", "F4", "[6]", "[0,3]") + "," + entry("f6", "F6_E2M3", "[4]", "[3,6]") + "}";
+    const std::string header = "{" + entry("f4", "F4", "[6]", "[0,3]") + "," +
+                               entry("f6", "F6_E2M3", "[4]", "[3,6]") + "}";
     CHECK(MemoryFile(raw(header, "abcdef")).file.tensors().size() == 2);
 }
 
@@ -265,7 +266,8 @@ TEST_CASE("to_f32 refuses dtypes it cannot convert, and foreign tensors") {
     }
     TensorInfo forged = *file.find("i");
     forged.offset = 1000;
-    CHECK_THROWS_WITH_AS(file.to_f32(forged), doctest::Contains("not a tensor of this file"), Error);
+    CHECK_THROWS_WITH_AS(file.to_f32(forged), doctest::Contains("not a tensor of this file"),
+                         Error);
     forged.name = "nope";
     CHECK_THROWS_AS(file.tensor_data(forged), Error);
 }
@@ -279,7 +281,8 @@ TEST_CASE("a header of many tensors parses in linear time") {
     const std::string bytes = t::safetensors_bytes_raw(tensors);
     const auto start = std::chrono::steady_clock::now();
     const SafetensorsFile file = open_bytes(bytes);
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     MESSAGE("50000 tensors, " << bytes.size() << " bytes: opened in " << seconds << " s");
     CHECK(file.tensors().size() == 50000);
     CHECK(file.find("t49999")->offset == 2 * 49999);
@@ -300,8 +303,8 @@ TEST_CASE("rejects: file shorter than 8 bytes") {
     CHECK_REJECTED(std::string(), "file is 0 bytes, shorter than the 8-byte header length");
     CHECK_REJECTED(std::string(7, '\0'), "file is 7 bytes, shorter than the 8-byte header length");
     CHECK_THROWS_AS(SafetensorsFile::from_memory(nullptr, 0), Error);
-    CHECK_THROWS_WITH_AS(SafetensorsFile::from_memory(nullptr, 8), doctest::Contains("data is null"),
-                         Error);
+    CHECK_THROWS_WITH_AS(SafetensorsFile::from_memory(nullptr, 8),
+                         doctest::Contains("data is null"), Error);
 }
 
 TEST_CASE("rejects: header length 0") {
@@ -328,13 +331,14 @@ TEST_CASE("rejects: header not starting with '{'") {
 
 TEST_CASE("rejects: header not valid UTF-8") {
     CHECK_REJECTED(raw("{\"\xff\":{}}"), "header is not valid UTF-8: byte 0xff at header offset 2");
-    CHECK_REJECTED(raw("{\"\xc0\xaf\":{}}"), "not valid UTF-8: byte 0xc0");        // overlong '/'
-    CHECK_REJECTED(raw("{\"\xe0\x80\xaf\":{}}"), "not valid UTF-8: byte 0x80");    // overlong, 3 bytes
-    CHECK_REJECTED(raw("{\"\xed\xa0\x80\":{}}"), "not valid UTF-8: byte 0xa0");    // a surrogate
+    CHECK_REJECTED(raw("{\"\xc0\xaf\":{}}"), "not valid UTF-8: byte 0xc0");  // overlong '/'
+    CHECK_REJECTED(raw("{\"\xe0\x80\xaf\":{}}"),
+                   "not valid UTF-8: byte 0x80");  // overlong, 3 bytes
+    CHECK_REJECTED(raw("{\"\xed\xa0\x80\":{}}"), "not valid UTF-8: byte 0xa0");      // a surrogate
     CHECK_REJECTED(raw("{\"\xf4\x90\x80\x80\":{}}"), "not valid UTF-8: byte 0x90");  // > U+10FFFF
-    CHECK_REJECTED(raw("{\"\xe2\x82\":{}}"), "not valid UTF-8");                    // cut short
-    CHECK_REJECTED(raw("{\"\x80\":{}}"), "not valid UTF-8: byte 0x80");            // lone continuation
-    CHECK_REJECTED(raw("{}\xe2\x82"), "not valid UTF-8");                           // cut at the very end
+    CHECK_REJECTED(raw("{\"\xe2\x82\":{}}"), "not valid UTF-8");                     // cut short
+    CHECK_REJECTED(raw("{\"\x80\":{}}"), "not valid UTF-8: byte 0x80");  // lone continuation
+    CHECK_REJECTED(raw("{}\xe2\x82"), "not valid UTF-8");                // cut at the very end
 }
 
 TEST_CASE("rejects: header not valid JSON") {
@@ -348,8 +352,10 @@ TEST_CASE("rejects: header not valid JSON") {
 TEST_CASE("rejects: a NUL byte in the header") {
     // The JSON parser would stop at the NUL and ignore what follows.
     CHECK_REJECTED(raw(std::string("{}\0\0", 4)), "header contains a NUL byte at header offset 2");
-    CHECK_REJECTED(raw(std::string("{}\0{\"a\":1}", 10)), "header contains a NUL byte at header offset 2");
-    CHECK_REJECTED(raw(std::string("{\"a\0\":{}}", 9)), "header contains a NUL byte at header offset 3");
+    CHECK_REJECTED(raw(std::string("{}\0{\"a\":1}", 10)),
+                   "header contains a NUL byte at header offset 2");
+    CHECK_REJECTED(raw(std::string("{\"a\0\":{}}", 9)),
+                   "header contains a NUL byte at header offset 3");
 }
 
 TEST_CASE("rejects: header nested too deep") {
@@ -358,18 +364,21 @@ TEST_CASE("rejects: header nested too deep") {
 }
 
 TEST_CASE("rejects: duplicate tensor names") {
-    const std::string header = "{" + entry("a", "F32", "[1]", "[0,4]") + "," +
-                               entry("a", "F32", "[1]", "[4,8]") + "}";
+    const std::string header =
+        "{" + entry("a", "F32", "[1]", "[0,4]") + "," + entry("a", "F32", "[1]", "[4,8]") + "}";
     CHECK_REJECTED(raw(header, f32_bytes({1, 2})), "duplicate tensor name \"a\" in the header");
     // Inside an entry too: which "dtype" counts would depend on the reader.
     CHECK_REJECTED(raw(R"({"a":{"dtype":"F32","dtype":"I32","shape":[1],"data_offsets":[0,4]}})",
                        f32_bytes({1})),
                    "duplicate key \"dtype\" inside \"a\"");
-    CHECK_REJECTED(raw(R"({"__metadata__":{},"__metadata__":{}})"), "duplicate tensor name \"__metadata__\"");
+    CHECK_REJECTED(raw(R"({"__metadata__":{},"__metadata__":{}})"),
+                   "duplicate tensor name \"__metadata__\"");
 }
 
 TEST_CASE("rejects: an entry that is not an object") {
-    CHECK_REJECTED(raw(R"({"a":[1,2]})"), "tensor \"a\": expected an object {\"dtype\", \"shape\", \"data_offsets\"}, found array");
+    CHECK_REJECTED(
+        raw(R"({"a":[1,2]})"),
+        "tensor \"a\": expected an object {\"dtype\", \"shape\", \"data_offsets\"}, found array");
     CHECK_REJECTED(raw(R"({"a":"F32"})"), "tensor \"a\": expected an object");
 }
 
@@ -385,8 +394,9 @@ TEST_CASE("rejects: an entry missing dtype, shape or data_offsets") {
 TEST_CASE("rejects: fields of the wrong JSON type") {
     CHECK_REJECTED(raw(R"({"a":{"dtype":7,"shape":[1],"data_offsets":[0,4]}})", f32_bytes({1})),
                    "tensor \"a\": \"dtype\" must be a string, found number 7");
-    CHECK_REJECTED(raw(R"({"a":{"dtype":"F32","shape":{"0":1},"data_offsets":[0,4]}})", f32_bytes({1})),
-                   "tensor \"a\": \"shape\" must be an array of integers, found object");
+    CHECK_REJECTED(
+        raw(R"({"a":{"dtype":"F32","shape":{"0":1},"data_offsets":[0,4]}})", f32_bytes({1})),
+        "tensor \"a\": \"shape\" must be an array of integers, found object");
     CHECK_REJECTED(raw(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":"0-4"}})", f32_bytes({1})),
                    "tensor \"a\": \"data_offsets\" must be [begin, end], found string");
     CHECK_REJECTED(raw("{" + entry("a", "F32", "[1]", "[0,4,8]") + "}", f32_bytes({1})),
@@ -404,7 +414,8 @@ TEST_CASE("rejects: fields of the wrong JSON type") {
 TEST_CASE("rejects: unknown dtype") {
     CHECK_REJECTED(raw("{" + entry("a", "Q4_0", "[1]", "[0,4]") + "}", f32_bytes({1})),
                    "tensor \"a\": unknown dtype \"Q4_0\"; safetensors dtypes are BOOL F4");
-    CHECK_REJECTED(raw("{" + entry("a", "f32", "[1]", "[0,4]") + "}", f32_bytes({1})), "unknown dtype \"f32\"");
+    CHECK_REJECTED(raw("{" + entry("a", "f32", "[1]", "[0,4]") + "}", f32_bytes({1})),
+                   "unknown dtype \"f32\"");
 }
 
 TEST_CASE("rejects: dimensions negative, not integers, or too large") {
@@ -416,16 +427,19 @@ TEST_CASE("rejects: dimensions negative, not integers, or too large") {
                    "shape[0] must be an integer, found string");
     CHECK_REJECTED(raw("{" + entry("a", "F32", "[[1]]", "[0,4]") + "}", f32_bytes({1})),
                    "shape[0] must be an integer, found array");
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[9223372036854775808]", "[0,4]") + "}", f32_bytes({1})),
-                   "shape[0] = 9223372036854775808 is too large");
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[99999999999999999999999]", "[0,4]") + "}", f32_bytes({1})),
-                   "shape[0] is not an integer");  // parsed as a float
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[9223372036854775808]", "[0,4]") + "}", f32_bytes({1})),
+        "shape[0] = 9223372036854775808 is too large");
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[99999999999999999999999]", "[0,4]") + "}", f32_bytes({1})),
+        "shape[0] is not an integer");  // parsed as a float
 }
 
 TEST_CASE("rejects: shape product or byte size that wraps 64 bits") {
     // 2^32 * 2^32 * 16 = 2^68 elements: wraps to 0 in plain u64 arithmetic.
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[4294967296,4294967296,16]", "[0,0]") + "}"),
-                   "tensor \"a\": shape [4294967296,4294967296,16] has more elements than fit in 63 bits");
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[4294967296,4294967296,16]", "[0,0]") + "}"),
+        "tensor \"a\": shape [4294967296,4294967296,16] has more elements than fit in 63 bits");
     // 2^62 elements fit, 2^62 * 32 bits do not.
     CHECK_REJECTED(raw("{" + entry("a", "F32", "[4611686018427387904]", "[0,0]") + "}"),
                    "shape [4611686018427387904] of F32 is more bytes than fit in 64 bits");
@@ -437,8 +451,9 @@ TEST_CASE("rejects: sub-byte tensor that is not a whole number of bytes") {
 }
 
 TEST_CASE("rejects: byte size not matching shape x dtype") {
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[2,3]", "[0,20]") + "}", std::string(20, '\0')),
-                   "tensor \"a\": shape [2, 3] of F32 is 24 bytes, but data_offsets [0, 20] hold 20");
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[2,3]", "[0,20]") + "}", std::string(20, '\0')),
+        "tensor \"a\": shape [2, 3] of F32 is 24 bytes, but data_offsets [0, 20] hold 20");
     CHECK_REJECTED(raw("{" + entry("a", "BF16", "[3]", "[0,12]") + "}", std::string(12, '\0')),
                    "shape [3] of BF16 is 6 bytes, but data_offsets [0, 12] hold 12");
 }
@@ -449,21 +464,25 @@ TEST_CASE("rejects: offsets out of order (begin > end)") {
 }
 
 TEST_CASE("rejects: offsets out of range") {
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[1]", "[100,104]") + "}", f32_bytes({1})),
-                   "tensor \"a\": data_offsets [100, 104] end past the data (4 bytes after the header)");
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[1]", "[18446744073709551612,18446744073709551616]") + "}",
-                       f32_bytes({1})),
-                   "data_offsets[1] (end) is not an integer");  // 2^64 does not fit: a float
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[1]", "[18446744073709551612,18446744073709551615]") + "}",
-                       f32_bytes({1})),
-                   "end past the data");
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[1]", "[100,104]") + "}", f32_bytes({1})),
+        "tensor \"a\": data_offsets [100, 104] end past the data (4 bytes after the header)");
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[1]", "[18446744073709551612,18446744073709551616]") + "}",
+            f32_bytes({1})),
+        "data_offsets[1] (end) is not an integer");  // 2^64 does not fit: a float
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[1]", "[18446744073709551612,18446744073709551615]") + "}",
+            f32_bytes({1})),
+        "end past the data");
 }
 
 TEST_CASE("rejects: truncated data") {
     const std::string whole = three_tensors();
-    CHECK_REJECTED(whole.substr(0, whole.size() - 1),
-                   "tensor \"c\": data_offsets [30, 34] end past the data (33 bytes after the header): the "
-                   "file is truncated");
+    CHECK_REJECTED(
+        whole.substr(0, whole.size() - 1),
+        "tensor \"c\": data_offsets [30, 34] end past the data (33 bytes after the header): the "
+        "file is truncated");
 }
 
 TEST_CASE("rejects: overlapping tensors") {
@@ -480,21 +499,25 @@ TEST_CASE("rejects: overlapping tensors") {
 TEST_CASE("rejects: holes between tensors or before the first") {
     const std::string header =
         "{" + entry("a", "F32", "[1]", "[0,4]") + "," + entry("b", "F32", "[1]", "[8,12]") + "}";
-    CHECK_REJECTED(raw(header, std::string(12, '\0')),
-                   "tensor \"b\": data_offsets [8, 12] leave a hole of 4 bytes before it: expected begin 4 "
-                   "(where \"a\" ends)");
-    CHECK_REJECTED(raw("{" + entry("a", "F32", "[1]", "[4,8]") + "}", std::string(8, '\0')),
-                   "leave a hole of 4 bytes before it: expected begin 0 (the first tensor starts the data)");
+    CHECK_REJECTED(
+        raw(header, std::string(12, '\0')),
+        "tensor \"b\": data_offsets [8, 12] leave a hole of 4 bytes before it: expected begin 4 "
+        "(where \"a\" ends)");
+    CHECK_REJECTED(
+        raw("{" + entry("a", "F32", "[1]", "[4,8]") + "}", std::string(8, '\0')),
+        "leave a hole of 4 bytes before it: expected begin 0 (the first tensor starts the data)");
 }
 
 TEST_CASE("rejects: trailing bytes after the last tensor") {
     CHECK_REJECTED(raw("{" + entry("a", "F32", "[1]", "[0,4]") + "}", std::string(7, '\0')),
-                   "3 trailing bytes after the last tensor \"a\": the data is 7 bytes but the tensors end at 4");
+                   "3 trailing bytes after the last tensor \"a\": the data is 7 bytes but the "
+                   "tensors end at 4");
     CHECK_REJECTED(raw("{}", "abc"), "3 trailing bytes after the last tensor: the data is 3 bytes");
 }
 
 TEST_CASE("rejects: __metadata__ that is not an object of strings") {
-    CHECK_REJECTED(raw(R"({"__metadata__":["pt"]})"), "\"__metadata__\" must be an object of strings, found array");
+    CHECK_REJECTED(raw(R"({"__metadata__":["pt"]})"),
+                   "\"__metadata__\" must be an object of strings, found array");
     CHECK_REJECTED(raw(R"({"__metadata__":{"format":1}})"),
                    "\"__metadata__\" value for \"format\" must be a string, found number");
 }
@@ -502,11 +525,14 @@ TEST_CASE("rejects: __metadata__ that is not an object of strings") {
 TEST_CASE("rejects: paths that are not readable safetensors files") {
     const std::string dir = t::temp_dir();
     CHECK_THROWS_WITH_AS(SafetensorsFile::open(dir + "/missing.safetensors"),
-                         doctest::Contains("missing.safetensors: cannot open: No such file"), Error);
-    CHECK_THROWS_WITH_AS(SafetensorsFile::open(dir), doctest::Contains(": not a regular file"), Error);
+                         doctest::Contains("missing.safetensors: cannot open: No such file"),
+                         Error);
+    CHECK_THROWS_WITH_AS(SafetensorsFile::open(dir), doctest::Contains(": not a regular file"),
+                         Error);
     t::write_file(dir + "/empty.safetensors", "");
     CHECK_THROWS_WITH_AS(SafetensorsFile::open(dir + "/empty.safetensors"),
-                         doctest::Contains("empty.safetensors: file is 0 bytes, shorter than"), Error);
+                         doctest::Contains("empty.safetensors: file is 0 bytes, shorter than"),
+                         Error);
     t::write_file(dir + "/bad.safetensors", raw("{\"a\":"));
     CHECK_THROWS_WITH_AS(SafetensorsFile::open(dir + "/bad.safetensors"),
                          doctest::Contains("bad.safetensors: header is not valid JSON"), Error);
@@ -522,8 +548,8 @@ TEST_CASE("no byte flip or truncation crashes the reader") {
     // then reads in full) or throws swiglu::Error; under ASan/UBSan this is
     // the cheap fuzzer.
     const std::string good = three_tensors(R"({"k":"v"})");
-    const unsigned char replacements[] = {0x00, 0x01, 0x7F, 0x80, 0xFF, '0', '9', '-', '{', '}',
-                                          '[', ']', '"', ',', ':', '.', 'e', ' '};
+    const unsigned char replacements[] = {0x00, 0x01, 0x7F, 0x80, 0xFF, '0', '9', '-', '{',
+                                          '}',  '[',  ']',  '"',  ',',  ':', '.', 'e', ' '};
     int opened = 0, rejected = 0;
     auto attempt = [&](const std::string& bytes) {
         try {

@@ -22,7 +22,9 @@ TEST_SUITE("threads") {
 
 TEST_CASE("bit-identical output for 1..N threads") {
     const int max_threads = std::max(4, static_cast<int>(std::thread::hardware_concurrency()));
-    struct Shape { std::int64_t d, f; };
+    struct Shape {
+        std::int64_t d, f;
+    };
     for (Shape s : {Shape{128, 341}, Shape{384, 1024}, Shape{13, 2000}, Shape{1000, 7}}) {
         RandomBlock b(s.d, s.f, Layout::out_in, 17);
         Ffn serial(b.gate_view(), b.up_view(), b.down_view(), Options{1});

@@ -12,32 +12,32 @@ TEST_SUITE("tiling") {
 
 TEST_CASE("row tiles cover every chunk height exactly, padding only the last") {
     for (int min_bucket : {0, 2})
-    for (std::int64_t column_tiles : {1, 2, 3, 64})
-    for (std::int64_t rows = 1; rows <= kChunkRows; ++rows) {
-        CAPTURE(rows);
-        CAPTURE(min_bucket);
-        CAPTURE(column_tiles);
-        const int max_bucket = max_row_bucket(rows, column_tiles);
-        RowTile tiles[kMaxRowTilesPerChunk];
-        const int n = plan_rows(rows, min_bucket, max_bucket, tiles);
-        REQUIRE(n >= 1);
-        REQUIRE(n <= kMaxRowTilesPerChunk);
-        std::int64_t next = 0;
-        for (int i = 0; i < n; ++i) {
-            CHECK(tiles[i].row0 == next);
-            CHECK(tiles[i].rows >= 1);
-            CHECK(tiles[i].rows <= tiles[i].height());
-            CHECK(tiles[i].height() <= kMaxRowTile);
-            CHECK(tiles[i].bucket <= std::max(max_bucket, min_bucket));
-            CHECK(tiles[i].bucket < kRowBuckets);
-            CHECK(tiles[i].bucket >= min_bucket);
-            if (i + 1 < n) CHECK(!tiles[i].padded());
-            // A padded tile never runs past the chunk's act buffer.
-            CHECK(tiles[i].row0 + tiles[i].height() <= kChunkRows);
-            next += tiles[i].rows;
-        }
-        CHECK(next == rows);
-    }
+        for (std::int64_t column_tiles : {1, 2, 3, 64})
+            for (std::int64_t rows = 1; rows <= kChunkRows; ++rows) {
+                CAPTURE(rows);
+                CAPTURE(min_bucket);
+                CAPTURE(column_tiles);
+                const int max_bucket = max_row_bucket(rows, column_tiles);
+                RowTile tiles[kMaxRowTilesPerChunk];
+                const int n = plan_rows(rows, min_bucket, max_bucket, tiles);
+                REQUIRE(n >= 1);
+                REQUIRE(n <= kMaxRowTilesPerChunk);
+                std::int64_t next = 0;
+                for (int i = 0; i < n; ++i) {
+                    CHECK(tiles[i].row0 == next);
+                    CHECK(tiles[i].rows >= 1);
+                    CHECK(tiles[i].rows <= tiles[i].height());
+                    CHECK(tiles[i].height() <= kMaxRowTile);
+                    CHECK(tiles[i].bucket <= std::max(max_bucket, min_bucket));
+                    CHECK(tiles[i].bucket < kRowBuckets);
+                    CHECK(tiles[i].bucket >= min_bucket);
+                    if (i + 1 < n) CHECK(!tiles[i].padded());
+                    // A padded tile never runs past the chunk's act buffer.
+                    CHECK(tiles[i].row0 + tiles[i].height() <= kChunkRows);
+                    next += tiles[i].rows;
+                }
+                CHECK(next == rows);
+            }
 }
 
 TEST_CASE("padding wastes little") {
@@ -84,7 +84,8 @@ TEST_CASE("column tiles cover every column, widths a multiple of 64") {
             CHECK(t.is_tail(t.count - 1) == (t.tail != t.width));
             // A tile's weights stay near the L2-sized target unless one
             // 64-column block is already larger.
-            CHECK(t.width * bytes_per_column <= std::max<std::int64_t>(2 << 20, 64 * bytes_per_column));
+            CHECK(t.width * bytes_per_column <=
+                  std::max<std::int64_t>(2 << 20, 64 * bytes_per_column));
         }
     }
 }

@@ -41,6 +41,6 @@ SWIGLU_API LoadedWeights load_weights(const std::string& path, const WeightSelec
 
 // load_weights + Ffn in one step.
 SWIGLU_API Ffn load_ffn(const std::string& path, const WeightSelector& selector = {},
-             const Options& options = {});
+                        const Options& options = {});
 
 }  // namespace swiglu

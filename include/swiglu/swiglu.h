@@ -20,7 +20,7 @@ typedef enum swiglu_status {
     SWIGLU_OK = 0,
     SWIGLU_INVALID_ARGUMENT = 1, /* bad shape, null pointer, overflow, malformed file */
     SWIGLU_OUT_OF_MEMORY = 2,
-    SWIGLU_UNSUPPORTED = 3,      /* e.g. a dtype this build cannot convert */
+    SWIGLU_UNSUPPORTED = 3, /* e.g. a dtype this build cannot convert */
     SWIGLU_INTERNAL = 4
 } swiglu_status;
 

@@ -93,8 +93,9 @@ struct Options {
 // What runs underneath, for logs, `swiglu info` and tests.
 struct Implementation {
     Dtype dtype = Dtype::f32;
-    std::string matmul;      // oneDNN implementation, e.g. "brg:avx512_core"
-    std::string activation;  // ISA of the element-wise kernels: "avx512", "avx2_fma", "sse2" or "scalar"
+    std::string matmul;  // oneDNN implementation, e.g. "brg:avx512_core"
+    std::string
+        activation;  // ISA of the element-wise kernels: "avx512", "avx2_fma", "sse2" or "scalar"
     int threads = 1;
 };
 
@@ -114,7 +115,9 @@ struct Trace {
     std::vector<float> gate, up, act, down;
 };
 
-namespace detail { class FfnImpl; }
+namespace detail {
+class FfnImpl;
+}
 
 class SWIGLU_API Ffn {
 public:

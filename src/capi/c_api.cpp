@@ -103,15 +103,13 @@ swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* 
     return status_of([&] {
         require(out != nullptr, "swiglu_ffn_create: out is NULL");
         require(gate && up && down, "swiglu_ffn_create: gate, up and down must not be NULL");
-        *out = new swiglu_ffn{
-            swiglu::Ffn(view("gate", *gate), view("up", *up), view("down", *down),
-                        options_of(options))};
+        *out = new swiglu_ffn{swiglu::Ffn(view("gate", *gate), view("up", *up), view("down", *down),
+                                          options_of(options))};
     });
 }
 
 swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer,
-                                                 const char* prefix,
-                                                 const swiglu_options* options,
+                                                 const char* prefix, const swiglu_options* options,
                                                  swiglu_ffn** out) {
     if (out) *out = nullptr;
     return status_of([&] {
@@ -124,8 +122,7 @@ swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer
     });
 }
 
-swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y,
-                                 int64_t tokens) {
+swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y, int64_t tokens) {
     return status_of([&] {
         require(ffn != nullptr, "swiglu_ffn_forward: ffn is NULL");
         ffn->ffn.forward(x, y, tokens);

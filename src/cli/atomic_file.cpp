@@ -52,7 +52,8 @@ std::string resolve_link(const std::string& path, const std::string& what) {
     if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
     char* real = ::realpath(path.c_str(), nullptr);
     if (!real)
-        invalid(what + " " + path + ": is a symbolic link that cannot be followed: " + std::strerror(errno));
+        invalid(what + " " + path +
+                ": is a symbolic link that cannot be followed: " + std::strerror(errno));
     std::string out(real);
     std::free(real);
     return out;
@@ -77,7 +78,8 @@ void check_output_path(const std::string& path, const std::string& what) {
             return;
         }
         if (!S_ISREG(st.st_mode))
-            invalid(what + " " + path + ": is " + (S_ISBLK(st.st_mode) ? "a block device" : "a socket") +
+            invalid(what + " " + path + ": is " +
+                    (S_ISBLK(st.st_mode) ? "a block device" : "a socket") +
                     "; write to a regular file, a character device or a pipe");
     }
     const std::string dir = parent_directory(resolve_link(path, what));
@@ -86,7 +88,8 @@ void check_output_path(const std::string& path, const std::string& what) {
                 (errno == ENOENT ? std::string("does not exist") : std::strerror(errno)));
     if (!S_ISDIR(st.st_mode)) invalid(what + " " + path + ": '" + dir + "' is not a directory");
     if (::access(dir.c_str(), W_OK | X_OK) != 0)
-        invalid(what + " " + path + ": cannot write in directory '" + dir + "': " + std::strerror(errno));
+        invalid(what + " " + path + ": cannot write in directory '" + dir +
+                "': " + std::strerror(errno));
 }
 
 AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
@@ -108,7 +111,8 @@ AtomicFile::AtomicFile(std::string target) : target_(std::move(target)) {
     name.push_back('\0');
     fd_ = ::mkstemp(name.data());
     if (fd_ < 0)
-        invalid("output " + target_ + ": cannot create a file in '" + dir_ + "': " + std::strerror(errno));
+        invalid("output " + target_ + ": cannot create a file in '" + dir_ +
+                "': " + std::strerror(errno));
     temp_ = name.data();
 }
 
@@ -146,7 +150,8 @@ void AtomicFile::commit() {
     fd_ = -1;
     // close() can report a deferred write error (NFS): it counts as a failure.
     if (::close(fd) != 0) fail("cannot close");
-    if (::rename(temp_.c_str(), file_.c_str()) != 0) fail("cannot rename the temporary file over it");
+    if (::rename(temp_.c_str(), file_.c_str()) != 0)
+        fail("cannot rename the temporary file over it");
     committed_ = true;
     // The data is safe; make the directory entry durable too. A failure here
     // is not worth failing the command for: the output is already in place.

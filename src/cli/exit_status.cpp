@@ -23,12 +23,10 @@ int report_current_exception() {
     } catch (const Error& e) {
         switch (e.status()) {
             case Status::invalid_argument:
-            case Status::unsupported:
-                return report(exit_usage, e.what());
+            case Status::unsupported: return report(exit_usage, e.what());
             case Status::out_of_memory:
                 return report(exit_internal, std::string("out of memory: ") + e.what());
-            default:
-                return report(exit_internal, std::string("internal error: ") + e.what());
+            default: return report(exit_internal, std::string("internal error: ") + e.what());
         }
     } catch (const std::bad_alloc&) {
         return report(exit_internal, "out of memory");

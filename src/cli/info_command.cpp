@@ -35,9 +35,9 @@ void print_dtype_support(const Options& options) {
     for (Dtype dtype : kDtypes) {
         const std::string key = std::string(dtype_name(dtype)) + ":";
         try {
-            const Ffn probe(WeightView::out_in(zeros.data(), kF, kD),
-                            WeightView::out_in(zeros.data(), kF, kD),
-                            WeightView::out_in(zeros.data(), kD, kF), Options{options.threads, dtype});
+            const Ffn probe(
+                WeightView::out_in(zeros.data(), kF, kD), WeightView::out_in(zeros.data(), kF, kD),
+                WeightView::out_in(zeros.data(), kD, kF), Options{options.threads, dtype});
             line(key.c_str(), probe.implementation().matmul);
         } catch (const Error& e) {
             line(key.c_str(), std::string("not available: ") + e.what());

@@ -31,7 +31,8 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     const std::vector<std::string> unknown = where.remaining();
     if (!unknown.empty()) message = "unknown argument '" + unknown.front() + "'";
     const std::string see = selected.empty() ? "swiglu --help" : "swiglu " + command + " --help";
-    return report(exit_usage, (command.empty() ? "" : command + ": ") + message + " (see '" + see + "')");
+    return report(exit_usage,
+                  (command.empty() ? "" : command + ": ") + message + " (see '" + see + "')");
 }
 
 }  // namespace

@@ -15,7 +15,8 @@
 #include "common/messages.hpp"
 
 // The data is copied as raw bytes into floats: only right on little-endian hosts.
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "the .npy code assumes a little-endian host");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "the .npy code assumes a little-endian host");
 
 namespace swiglu::detail {
 namespace {
@@ -77,7 +78,9 @@ public:
             if (key == "descr") {
                 once(seen_descr, key);
                 if (peek() != '\'' && peek() != '"')
-                    error("'descr' must be a dtype string such as '<f4' (structured dtypes are not supported)");
+                    error(
+                        "'descr' must be a dtype string such as '<f4' (structured dtypes are not "
+                        "supported)");
                 h.descr = parse_string("the dtype");
             } else if (key == "fortran_order") {
                 once(seen_fortran, key);
@@ -112,7 +115,8 @@ private:
                         printable(text_) + "\"");
     }
     [[noreturn]] void missing(const char* key) const {
-        fail(name_, std::string("bad .npy header: no '") + key + "' key in \"" + printable(text_) + "\"");
+        fail(name_,
+             std::string("bad .npy header: no '") + key + "' key in \"" + printable(text_) + "\"");
     }
     void once(bool& seen, const std::string& key) const {
         if (seen) error("key '" + key + "' appears twice");
@@ -121,15 +125,17 @@ private:
 
     char peek() const { return pos_ < text_.size() ? text_[pos_] : '\0'; }
     void skip_space() {
-        while (pos_ < text_.size() &&
-               (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' || text_[pos_] == '\r'))
+        while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' ||
+                                       text_[pos_] == '\n' || text_[pos_] == '\r'))
             ++pos_;
     }
     void expect(char c) {
         if (peek() != c) error(std::string("expected '") + c + "'");
         ++pos_;
     }
-    bool starts_with(std::string_view word) const { return text_.substr(pos_, word.size()) == word; }
+    bool starts_with(std::string_view word) const {
+        return text_.substr(pos_, word.size()) == word;
+    }
 
     // A quoted Python string without escapes (no dtype or key needs one).
     std::string parse_string(const char* what) {
@@ -191,7 +197,8 @@ private:
                 error("dimension in 'shape' does not fit in 64 bits");
             ++pos_;
         }
-        if (text_[begin] == '0' && pos_ - begin > 1) error("integer with a leading zero in 'shape'");
+        if (text_[begin] == '0' && pos_ - begin > 1)
+            error("integer with a leading zero in 'shape'");
         if (peek() == 'L') ++pos_;  // Python 2 longs, as old numpy wrote them
         return value;
     }
@@ -229,7 +236,8 @@ bool is_float32_le(const std::string& descr) {
 
 std::string shape_string(const std::vector<std::int64_t>& shape) {
     std::string out = "(";
-    for (std::size_t i = 0; i < shape.size(); ++i) out += (i ? ", " : "") + std::to_string(shape[i]);
+    for (std::size_t i = 0; i < shape.size(); ++i)
+        out += (i ? ", " : "") + std::to_string(shape[i]);
     return out + (shape.size() == 1 ? ",)" : ")");
 }
 
@@ -278,7 +286,8 @@ std::optional<Layout> parse_layout(std::string_view bytes, const std::string& na
     if (header_length > bytes.size() - preamble) {
         if (!prefix)
             fail(name, "truncated .npy file: the header length " + std::to_string(header_length) +
-                           " runs past the end of the file (" + std::to_string(bytes.size()) + " bytes)");
+                           " runs past the end of the file (" + std::to_string(bytes.size()) +
+                           " bytes)");
         if (header_length > kMaxHeaderLength) too_long();
         return std::nullopt;
     }
@@ -288,8 +297,9 @@ std::optional<Layout> parse_layout(std::string_view bytes, const std::string& na
     if (!is_float32_le(h.descr))
         fail(name, "unsupported dtype '" + printable(h.descr) + "' (need float32 '<f4')");
     if (h.fortran_order)
-        fail(name, "Fortran order not supported (save a C-order array: "
-                   "np.save(path, np.ascontiguousarray(a)))");
+        fail(name,
+             "Fortran order not supported (save a C-order array: "
+             "np.save(path, np.ascontiguousarray(a)))");
     return Layout{preamble + header_length, h.shape, data_bytes(h.shape, name)};
 }
 
@@ -300,9 +310,9 @@ NpyArray parse_npy(std::string_view bytes, const std::string& name) {
     const std::size_t need = layout.data_bytes;
     const std::size_t have = bytes.size() - layout.data_offset;
     if (have != need)
-        fail(name, "data is " + std::to_string(have) + " bytes but shape " + shape_string(layout.shape) +
-                       " of float32 needs " + std::to_string(need) + " bytes" +
-                       (have < need ? " (file truncated?)" : " (trailing bytes)"));
+        fail(name, "data is " + std::to_string(have) + " bytes but shape " +
+                       shape_string(layout.shape) + " of float32 needs " + std::to_string(need) +
+                       " bytes" + (have < need ? " (file truncated?)" : " (trailing bytes)"));
 
     NpyArray out;
     out.shape = layout.shape;
@@ -328,8 +338,9 @@ NpyArray read_npy(const std::string& path) {
     for (;;) {
         if (!layout) layout = parse_layout(bytes, path, /*prefix=*/true);
         if (layout && bytes.size() > layout->data_offset + layout->data_bytes)
-            fail(path, "data continues past the " + std::to_string(layout->data_bytes) + " bytes that shape " +
-                           shape_string(layout->shape) + " of float32 needs (trailing bytes)");
+            fail(path, "data continues past the " + std::to_string(layout->data_bytes) +
+                           " bytes that shape " + shape_string(layout->shape) +
+                           " of float32 needs (trailing bytes)");
         const ssize_t n = ::read(file.fd(), buffer, sizeof buffer);
         if (n < 0 && errno == EINTR) continue;
         if (n < 0) fail(path, std::string("cannot read: ") + std::strerror(errno));
@@ -357,7 +368,8 @@ std::string npy_preamble(const std::string& dict) {
         major = 2;
     }
     if (header.size() > 0xFFFFFFFFu)
-        invalid("npy: header of " + std::to_string(header.size()) + " bytes does not fit a .npy file");
+        invalid("npy: header of " + std::to_string(header.size()) +
+                " bytes does not fit a .npy file");
     std::string out(kMagic, kMagicSize);
     out += static_cast<char>(major);
     out += '\0';

@@ -5,10 +5,10 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
-#include "common/messages.hpp"
 #include "atomic_file.hpp"
-#include "help_text.hpp"
 #include "cli/npy.hpp"
+#include "common/messages.hpp"
+#include "help_text.hpp"
 #include "npy_output.hpp"
 #include "trace_output.hpp"
 
@@ -43,9 +43,9 @@ Ffn build_block(const WeightsArgs& weights, int threads, Dtype dtype) {
 std::int64_t rows(const detail::NpyArray& x, std::int64_t d, const std::string& path) {
     const std::int64_t last = x.shape.back();
     if (last != d)
-        invalid("input " + path + ": shape " + detail::shape_string(x.shape) + " has last dimension " +
-                std::to_string(last) + ", expected d = " + std::to_string(d) +
-                " (the weights' model width)");
+        invalid("input " + path + ": shape " + detail::shape_string(x.shape) +
+                " has last dimension " + std::to_string(last) +
+                ", expected d = " + std::to_string(d) + " (the weights' model width)");
     return x.elements() / d;  // d >= 1: an Ffn has no empty dimension
 }
 

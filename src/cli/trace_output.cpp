@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/messages.hpp"
 #include "atomic_file.hpp"
+#include "common/messages.hpp"
 #include "npy_output.hpp"
 
 namespace swiglu::cli {
@@ -27,7 +27,8 @@ void check_trace_dir(const std::string& raw) {
     const std::string dir = without_trailing_slashes(raw);
     struct stat st {};
     if (::stat(dir.c_str(), &st) == 0) {
-        if (!S_ISDIR(st.st_mode)) invalid("trace directory " + dir + ": exists and is not a directory");
+        if (!S_ISDIR(st.st_mode))
+            invalid("trace directory " + dir + ": exists and is not a directory");
         if (::access(dir.c_str(), W_OK | X_OK) != 0)
             invalid("trace directory " + dir + ": cannot write in it: " + std::strerror(errno));
         return;

@@ -17,7 +17,7 @@ void check_trace_dir(const std::string& dir);
 // (leading..., d), creating DIR if it does not exist. `leading` is the
 // input's shape without its last dimension, so a (B, T, d) input gives
 // (B, T, f) traces.
-void write_trace(const std::string& dir, const std::vector<std::int64_t>& leading,
-                 std::int64_t d, std::int64_t f, const Trace& trace);
+void write_trace(const std::string& dir, const std::vector<std::int64_t>& leading, std::int64_t d,
+                 std::int64_t f, const Trace& trace);
 
 }  // namespace swiglu::cli

@@ -34,7 +34,9 @@ public:
     bool mapped() const { return data_ != nullptr; }
     // The mapped bytes; nullptr and empty until map() succeeds.
     const unsigned char* data() const { return data_; }
-    std::string_view bytes() const { return {reinterpret_cast<const char*>(data_), data_ ? size_ : 0}; }
+    std::string_view bytes() const {
+        return {reinterpret_cast<const char*>(data_), data_ ? size_ : 0};
+    }
 
     // The open descriptor, for reading what cannot be mapped; -1 once mapped.
     int fd() const { return fd_; }

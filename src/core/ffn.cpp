@@ -7,14 +7,14 @@
 #include <limits>
 #include <new>
 
-#include "kernels/f32_silu_mul.hpp"
 #include "common/messages.hpp"
 #include "core/cpu_info.hpp"
 #include "core/forward.hpp"
-#include "onednn/matmul.hpp"
 #include "core/packed_block.hpp"
 #include "core/thread_pool.hpp"
 #include "core/workspace.hpp"
+#include "kernels/f32_silu_mul.hpp"
+#include "onednn/matmul.hpp"
 
 namespace swiglu {
 
@@ -74,7 +74,8 @@ void check_weights(const WeightView& gate, const WeightView& up, const WeightVie
     check_view("up", up);
     check_view("down", down);
     const std::int64_t d = gate.in_features(), f = gate.out_features();
-    const std::string expect_df = "(in d = " + std::to_string(d) + ", out f = " + std::to_string(f) + ")";
+    const std::string expect_df =
+        "(in d = " + std::to_string(d) + ", out f = " + std::to_string(f) + ")";
     if (up.in_features() != d || up.out_features() != f)
         invalid("Ffn: up is " + view_text(up) + ", must map like gate " + expect_df);
     if (down.in_features() != f || down.out_features() != d)
@@ -91,7 +92,7 @@ void check_dtype(Dtype dtype) {
     for (Dtype known : kDtypes)
         if (dtype == known) return;
     invalid("Ffn: options.dtype must be Dtype::f32, bf16 or int8 (got " +
-                std::to_string(static_cast<int>(dtype)) + ")");
+            std::to_string(static_cast<int>(dtype)) + ")");
 }
 
 int resolve_threads(int threads) {
@@ -136,8 +137,7 @@ private:
     mutable std::array<Slot, kSlots> slots_;
 };
 
-void FfnImpl::forward(const float* x, float* y, std::int64_t tokens,
-                      const TraceSink* trace) const {
+void FfnImpl::forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) const {
     OmpSerialScope serial;
     for (int s = 0; s < kSlots; ++s) {
         Slot& slot = slots_[static_cast<std::size_t>(s)];
@@ -231,14 +231,14 @@ bool check_forward(const detail::FfnImpl& impl, const float* x, const float* y,
 void Ffn::forward(const float* x, float* y, std::int64_t tokens) const {
     const detail::FfnImpl& impl = live(impl_);
     if (!check_forward(impl, x, y, tokens)) return;
-    errors_as_swiglu("forward",
-            [&] { impl.forward(x, y, tokens, nullptr); });
+    errors_as_swiglu("forward", [&] { impl.forward(x, y, tokens, nullptr); });
 }
 
 void Ffn::forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const {
     const detail::FfnImpl& impl = live(impl_);
     const bool work = check_forward(impl, x, y, tokens);
-    const auto f = static_cast<std::size_t>(impl.block.f), d = static_cast<std::size_t>(impl.block.d);
+    const auto f = static_cast<std::size_t>(impl.block.f),
+               d = static_cast<std::size_t>(impl.block.d);
     const auto m = static_cast<std::size_t>(tokens);
     errors_as_swiglu("forward_traced", [&] {
         trace.gate.assign(m * f, 0.0f);
@@ -259,8 +259,7 @@ void Ffn::forward(const float* x, float* y, std::int64_t batch, std::int64_t seq
     if (batch < 0 || seq < 0)
         invalid("forward: batch and seq must be >= 0 (got " + std::to_string(batch) + ", " +
                 std::to_string(seq) + ")");
-    if (__builtin_mul_overflow(batch, seq, &tokens))
-        invalid("forward: batch * seq overflows");
+    if (__builtin_mul_overflow(batch, seq, &tokens)) invalid("forward: batch * seq overflows");
     forward(x, y, tokens);
 }
 

@@ -42,7 +42,8 @@ struct Chunk {
         const std::int64_t j = task / row_tiles;
         const RowTile& t = tiles[task % row_tiles];
         WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
-        const void* src = id == PhaseId::gate_up ? mode.gate_up_src(x, t, ws) : mode.down_src(t, ws);
+        const void* src =
+            id == PhaseId::gate_up ? mode.gate_up_src(x, t, ws) : mode.down_src(t, ws);
         execute(phase.kernel(j, t.bucket), w.binding(id, phase.columns.is_tail(j), t.bucket),
                 w.stream, phase.tiles[static_cast<std::size_t>(j)], src, w.tile.data(),
                 w.scratchpad.data());
@@ -109,19 +110,19 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
                 std::int64_t rows, const TraceSink* trace) {
     const std::int64_t d = block.d, f = block.f;
     const Precision& mode = *block.precision;
-    const std::int64_t column_tiles = std::min(block.gate_up.columns.count, block.down.columns.count);
+    const std::int64_t column_tiles =
+        std::min(block.gate_up.columns.count, block.down.columns.count);
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
         TraceSink chunk_trace;
         if (kTraced) chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f, trace->act + m0 * f};
         Chunk chunk{block, mode, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, {}, {}};
-        chunk.row_tiles = plan_rows(n, block.min_bucket, max_row_bucket(n, column_tiles),
-                                    chunk.tiles);
+        chunk.row_tiles =
+            plan_rows(n, block.min_bucket, max_row_bucket(n, column_tiles), chunk.tiles);
         mode.prepare_x(chunk.x, n, chunk.tiles[chunk.row_tiles - 1], ws);
 
-        ThreadPool* use = pool && 6.0 * double(n) * double(d) * double(f) >= kMinParallelFlops
-                              ? pool
-                              : nullptr;
+        ThreadPool* use =
+            pool && 6.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
         chunk.run<&Chunk::gate_up<kTraced>>(use, chunk.row_tiles * block.gate_up.columns.count);
         if (mode.has_act_step()) chunk.run<&Chunk::act_step>(use, chunk.row_tiles);
         chunk.run<&Chunk::down>(use, chunk.row_tiles * block.down.columns.count);
@@ -130,8 +131,8 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
 
 }  // namespace
 
-void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const float* x,
-               float* y, std::int64_t rows, const TraceSink* trace) {
+void run_block(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const float* x, float* y,
+               std::int64_t rows, const TraceSink* trace) {
     if (trace)
         run_chunks<true>(block, ws, pool, x, y, rows, trace);
     else

@@ -22,7 +22,7 @@ struct TraceSink {
 //   phase 2, tasks = row tile x d-column tile: act @ Wd tile into y.
 // `pool` null runs everything on this thread (workspace with >= 1 worker);
 // otherwise the workspace has pool->threads() workers. y may equal x.
-void run_block(const PackedBlock& block, Workspace& workspace, ThreadPool* pool,
-               const float* x, float* y, std::int64_t rows, const TraceSink* trace = nullptr);
+void run_block(const PackedBlock& block, Workspace& workspace, ThreadPool* pool, const float* x,
+               float* y, std::int64_t rows, const TraceSink* trace = nullptr);
 
 }  // namespace swiglu::detail

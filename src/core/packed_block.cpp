@@ -70,8 +70,8 @@ std::size_t tile_bytes(const Phase& phase, std::int64_t tile) {
 
 }  // namespace
 
-PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w,
-                         const WeightView& down_w, Dtype dtype)
+PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w,
+                         Dtype dtype)
     : d(gate_w.in_features()), f(gate_w.out_features()) {
     auto candidates = precision_candidates(dtype, d, f);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -124,8 +124,7 @@ std::vector<const MatmulKernel*> PackedBlock::all_kernels() const {
 // Every packed tile in one arena, in the order the tasks read them. Each
 // tile goes through a plain f32 (k x n) copy: [gate | up] side by side for
 // gate_up, the slice of W_down for down; the mode packs it from there.
-void PackedBlock::pack(const WeightView& gate_w, const WeightView& up_w,
-                       const WeightView& down_w) {
+void PackedBlock::pack(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w) {
     std::size_t total = 0;
     for (const Phase* p : {&gate_up, &down})
         for (std::int64_t j = 0; j < p->columns.count; ++j) total += tile_bytes(*p, j);
@@ -134,9 +133,9 @@ void PackedBlock::pack(const WeightView& gate_w, const WeightView& up_w,
     std::vector<float> plain;
     auto to_plain = [&](const Slice& s, std::int64_t k, std::int64_t n, std::int64_t col0) {
         const dnnl::memory::desc whole({k, n}, dt::f32, {n, 1});
-        reorder(s.data, s.md,
-                dnnl::memory(whole.submemory_desc(s.md.dims(), {0, col0}), cpu_engine(),
-                             plain.data()));
+        reorder(
+            s.data, s.md,
+            dnnl::memory(whole.submemory_desc(s.md.dims(), {0, col0}), cpu_engine(), plain.data()));
     };
     auto pack_tile = [&](PhaseId id, Phase& p, std::int64_t j) {
         const std::int64_t n = p.columns.size(j) * p.outputs_per_column;

@@ -20,10 +20,10 @@ namespace swiglu::detail {
 // One matmul of the block, cut into column tiles, each tile packed on its
 // own so that a task touches one contiguous slice of weights.
 struct Phase {
-    std::int64_t k = 0;                   // reduction length
-    ColumnTiling columns;                 // tiles of the phase's output columns
-    std::int64_t outputs_per_column = 1;  // 2 for gate|up: a tile holds both
-    std::vector<dnnl::memory> tiles;      // packed weights, one per column tile (in the arena)
+    std::int64_t k = 0;                    // reduction length
+    ColumnTiling columns;                  // tiles of the phase's output columns
+    std::int64_t outputs_per_column = 1;   // 2 for gate|up: a tile holds both
+    std::vector<dnnl::memory> tiles;       // packed weights, one per column tile (in the arena)
     MatmulKernel kernels[2][kRowBuckets];  // [last tile is narrower][row bucket]
 
     const MatmulKernel& kernel(std::int64_t tile, int bucket) const {

@@ -83,7 +83,8 @@ public:
     // `last` is the chunk's last row tile (padded or not).
     virtual void prepare_x(const float* x, std::int64_t rows, const RowTile& last,
                            Workspace& ws) const = 0;
-    virtual const void* gate_up_src(const float* x, const RowTile& t, const Workspace& ws) const = 0;
+    virtual const void* gate_up_src(const float* x, const RowTile& t,
+                                    const Workspace& ws) const = 0;
 
     // The gate|up epilogue, per row of a tile, in this order (forward.cpp):
     //   gate_up_to_f32   the matmul's output -> f32 [gate | up], in place

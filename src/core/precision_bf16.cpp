@@ -33,7 +33,8 @@ public:
                 static_cast<std::size_t>(kChunkRows * d()) * 2, 0};
     }
 
-    void prepare_x(const float* x, std::int64_t rows, const RowTile&, Workspace& ws) const override {
+    void prepare_x(const float* x, std::int64_t rows, const RowTile&,
+                   Workspace& ws) const override {
         to_bf16(x, x_bf16(ws), static_cast<std::size_t>(rows * d()));
     }
 

@@ -34,7 +34,8 @@ public:
                 static_cast<std::size_t>(kChunkRows * d()) * sizeof(float), 0};
     }
 
-    void prepare_x(const float* x, std::int64_t rows, const RowTile&, Workspace& ws) const override {
+    void prepare_x(const float* x, std::int64_t rows, const RowTile&,
+                   Workspace& ws) const override {
         round_to_bf16(x, x_rounded(ws), static_cast<std::size_t>(rows * d()));
     }
 

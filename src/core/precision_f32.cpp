@@ -21,7 +21,8 @@ public:
                 static_cast<std::size_t>(kMaxRowTile * d()) * sizeof(float), 0};
     }
 
-    void prepare_x(const float* x, std::int64_t, const RowTile& last, Workspace& ws) const override {
+    void prepare_x(const float* x, std::int64_t, const RowTile& last,
+                   Workspace& ws) const override {
         if (last.padded())
             std::memcpy(ws.x_src.data(), x + last.row0 * d(),
                         static_cast<std::size_t>(last.rows * d()) * sizeof(float));

@@ -49,8 +49,8 @@ public:
                    std::int64_t first_output, const dnnl::memory& to) override {
         // One symmetric scale per output channel (column).
         std::vector<std::int8_t> q(static_cast<std::size_t>(k * n));
-        float* scales = (phase == PhaseId::gate_up ? gate_up_scales_ : down_scales_).data() +
-                        first_output;
+        float* scales =
+            (phase == PhaseId::gate_up ? gate_up_scales_ : down_scales_).data() + first_output;
         for (std::int64_t c = 0; c < n; ++c)
             scales[c] = quantize_column(plain + c, static_cast<std::size_t>(k), n, q.data() + c, n);
         reorder(q.data(), dnnl::memory::desc({k, n}, dnnl::memory::data_type::s8, {n, 1}), to);
@@ -62,7 +62,8 @@ public:
                 static_cast<std::size_t>(kChunkRows)};
     }
 
-    void prepare_x(const float* x, std::int64_t rows, const RowTile&, Workspace& ws) const override {
+    void prepare_x(const float* x, std::int64_t rows, const RowTile&,
+                   Workspace& ws) const override {
         for (std::int64_t r = 0; r < rows; ++r)
             ws.x_scale.data()[r] =
                 quantize_row(x + r * d(), x_s8(ws) + r * d(), static_cast<std::size_t>(d()));
@@ -78,7 +79,8 @@ public:
                    gate_up_scales_.data() + 2 * c0);
     }
 
-    float* act_row(float* gate_up, std::int64_t c0, std::int64_t row, Workspace& ws) const override {
+    float* act_row(float* gate_up, std::int64_t c0, std::int64_t row,
+                   Workspace& ws) const override {
         return act_in_gate_up_ ? gate_up : ws.act.data() + row * f() + c0;
     }
 

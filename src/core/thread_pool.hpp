@@ -37,7 +37,8 @@ public:
 
     template <class F>
     void run(std::int64_t tasks, F& f) {
-        run(tasks, [](void* c, std::int64_t t, int w) { (*static_cast<F*>(c))(t, w); }, &f);
+        run(
+            tasks, [](void* c, std::int64_t t, int w) { (*static_cast<F*>(c))(t, w); }, &f);
     }
 
 private:

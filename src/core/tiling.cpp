@@ -60,8 +60,7 @@ int plan_rows(std::int64_t rows, int min_bucket, int max_bucket,
             tiles[n++] = {row0, left, up};
             break;
         }
-        const int down = left >= tallest ? max_bucket
-                                             : (height == left ? up : up - 1);
+        const int down = left >= tallest ? max_bucket : (height == left ? up : up - 1);
         const std::int64_t take = std::int64_t{1} << down;
         tiles[n++] = {row0, take, down};
         row0 += take;

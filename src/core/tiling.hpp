@@ -35,7 +35,7 @@ ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
 // wastes little (they are memory-bound anyway), so at most the last tile of a
 // chunk is padded. Tiles are at least 1 << min_bucket rows (see
 // min_row_bucket).
-inline constexpr int kRowBuckets = 7;               // heights 1 << 0 .. 1 << 6
+inline constexpr int kRowBuckets = 7;  // heights 1 << 0 .. 1 << 6
 inline constexpr std::int64_t kMaxRowTile = 64;
 // Tokens are processed in chunks of this many rows, so scratch memory does
 // not grow with the token count.

@@ -30,7 +30,8 @@ WeightArena::WeightArena(std::size_t bytes) : size_(bytes) {
     const auto start = reinterpret_cast<std::uintptr_t>(mapping_);
     data_ = reinterpret_cast<unsigned char*>((start + kHugePage - 1) / kHugePage * kHugePage);
     // Advice only: where THP is off this fails harmlessly and 4 KiB pages serve.
-    madvise(data_, mapped_ - static_cast<std::size_t>(data_ - static_cast<unsigned char*>(mapping_)),
+    madvise(data_,
+            mapped_ - static_cast<std::size_t>(data_ - static_cast<unsigned char*>(mapping_)),
             MADV_HUGEPAGE);
 }
 

@@ -34,11 +34,11 @@ struct Workspace {
 
     // The buffers a mode asked for (precision.hpp, ScratchSizes); empty
     // where it asked for none. What each holds is the mode's business:
-    AlignedBuffer<float> act;               // f32 act, kChunkRows x f
-    AlignedBuffer<unsigned char> act_src;   // act as the down matmul reads it
-    AlignedBuffer<unsigned char> x_src;     // x as the gate|up matmul reads it; zeroed
-                                            // once: padding rows are computed and
-                                            // dropped, never uninitialised memory
+    AlignedBuffer<float> act;                 // f32 act, kChunkRows x f
+    AlignedBuffer<unsigned char> act_src;     // act as the down matmul reads it
+    AlignedBuffer<unsigned char> x_src;       // x as the gate|up matmul reads it; zeroed
+                                              // once: padding rows are computed and
+                                              // dropped, never uninitialised memory
     AlignedBuffer<float> x_scale, act_scale;  // per-token scales; x_scale zeroed once
     std::vector<WorkerState> workers;
 };

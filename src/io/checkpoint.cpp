@@ -23,10 +23,10 @@ namespace swiglu {
 
 namespace {
 
-using detail::TensorDtype;
 using detail::quote_name;
-using detail::shape_text;
 using detail::SafetensorsFile;
+using detail::shape_text;
+using detail::TensorDtype;
 using detail::TensorInfo;
 
 // One way of naming the three weights, after the prefix.
@@ -38,7 +38,8 @@ struct Family {
     Layout layout;
 };
 
-constexpr Family kProj{"bare", "gate_proj.weight", "up_proj.weight", "down_proj.weight", Layout::out_in};
+constexpr Family kProj{"bare", "gate_proj.weight", "up_proj.weight", "down_proj.weight",
+                       Layout::out_in};
 constexpr Family kMerged{"phi3-merged", "gate_up_proj.weight", nullptr, "down_proj.weight",
                          Layout::out_in};
 constexpr Family kCyberslm{"cyberslm", "gate_proj", "val_proj", "out_proj", Layout::out_in};
@@ -101,7 +102,8 @@ LayerSet find_layers(const SafetensorsFile& file) {
         const std::string prefix = name.substr(0, dot) + ".mlp.";
         if (!is_layer_prefix(prefix) || name.compare(0, prefix.size(), prefix) != 0) continue;
         for (const std::string& s : suffixes)
-            if (name.size() == prefix.size() + s.size() && name.compare(prefix.size(), s.size(), s) == 0)
+            if (name.size() == prefix.size() + s.size() &&
+                name.compare(prefix.size(), s.size(), s) == 0)
                 layers.insert(name.substr(head.size(), dot - head.size()));
     }
     return layers;
@@ -145,8 +147,9 @@ std::vector<Candidate> candidates_for(const SafetensorsFile& file, const WeightS
                 {"glassllm", p, &kGlassllm}};
     }
     if (layers.size() > 1)
-        fail(file, "holds " + std::to_string(layers.size()) + " layers (model.layers.{N}.mlp with N = " +
-                       layers_text(layers) + "): choose one with the layer selector (--layer N)");
+        fail(file, "holds " + std::to_string(layers.size()) +
+                       " layers (model.layers.{N}.mlp with N = " + layers_text(layers) +
+                       "): choose one with the layer selector (--layer N)");
     std::vector<Candidate> out;
     if (layers.size() == 1) {
         const std::string p = layer_prefix(*layers.begin());
@@ -201,10 +204,12 @@ void check_weight(const SafetensorsFile& file, const TensorInfo& t, const char* 
 }
 
 void expect_shape(const SafetensorsFile& file, const TensorInfo& t, const char* role,
-                  std::int64_t rows, std::int64_t cols, const char* dims, const std::string& because) {
+                  std::int64_t rows, std::int64_t cols, const char* dims,
+                  const std::string& because) {
     if (t.shape[0] != rows || t.shape[1] != cols)
         fail(file, "shapes disagree: expected " + role_text(t, role) + " to be " + dims + " = " +
-                       shape_text({rows, cols}) + " (" + because + "), found " + shape_text(t.shape));
+                       shape_text({rows, cols}) + " (" + because + "), found " +
+                       shape_text(t.shape));
 }
 
 std::string dtype_summary(const Match& m) {
@@ -234,8 +239,8 @@ LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& se
 
     // d and f come from the gate (or gate_up); up and down must agree.
     std::int64_t d, f;
-    const std::string from = "from " + role_text(*m.gate, m.up ? "gate" : "gate_up") + " " +
-                             shape_text(m.gate->shape);
+    const std::string from =
+        "from " + role_text(*m.gate, m.up ? "gate" : "gate_up") + " " + shape_text(m.gate->shape);
     if (!m.up) {
         if (m.gate->shape[0] % 2 != 0)
             fail(file, "gate_up " + quote_name(m.gate->name) + " " + shape_text(m.gate->shape) +

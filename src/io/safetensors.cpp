@@ -18,7 +18,8 @@
 #include "io/half.hpp"
 
 // Tensor bytes are little-endian; we memcpy them straight into host values.
-static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors reader assumes a little-endian host");
+static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
+              "safetensors reader assumes a little-endian host");
 
 namespace swiglu::detail {
 
@@ -56,7 +57,8 @@ constexpr DtypeEntry kDtypes[] = {
 const DtypeEntry& entry_of(TensorDtype dtype) {
     for (const DtypeEntry& e : kDtypes)
         if (e.dtype == dtype) return e;
-    throw Error(Status::internal, "safetensors: TensorDtype " + std::to_string(static_cast<int>(dtype)) +
+    throw Error(Status::internal, "safetensors: TensorDtype " +
+                                      std::to_string(static_cast<int>(dtype)) +
                                       " missing from the dtype table");
 }
 
@@ -175,7 +177,8 @@ public:
         --depth_;
         return true;
     }
-    bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    bool parse_error(std::size_t, const std::string&,
+                     const nlohmann::detail::exception& e) override {
         r_.fail(std::string("header is not valid JSON: ") + e.what());
     }
 
@@ -228,7 +231,8 @@ const json& member(const Reporter& r, const std::string& name, const json& entry
                    bool (json::*is_type)() const noexcept, const char* type) {
     const auto it = entry.find(key);
     if (it == entry.end())
-        r.fail(name, std::string("missing \"") + key + "\"; expected {\"dtype\", \"shape\", \"data_offsets\"}");
+        r.fail(name, std::string("missing \"") + key +
+                         "\"; expected {\"dtype\", \"shape\", \"data_offsets\"}");
     if (!((*it).*is_type)())
         r.fail(name, std::string("\"") + key + "\" must be " + type + ", found " + it->type_name() +
                          " " + json_text(*it));
@@ -238,8 +242,9 @@ const json& member(const Reporter& r, const std::string& name, const json& entry
 TensorInfo parse_entry(const Reporter& r, const std::string& name, const json& entry,
                        std::uint64_t data_size) {
     if (!entry.is_object())
-        r.fail(name, std::string("expected an object {\"dtype\", \"shape\", \"data_offsets\"}, found ") +
-                         entry.type_name() + " " + json_text(entry));
+        r.fail(name,
+               std::string("expected an object {\"dtype\", \"shape\", \"data_offsets\"}, found ") +
+                   entry.type_name() + " " + json_text(entry));
     // Keys other than these three are ignored, as the reference reader does.
     const json& dtype = member(r, name, entry, "dtype", &json::is_string, "a string");
     const json& shape = member(r, name, entry, "shape", &json::is_array, "an array of integers");
@@ -281,18 +286,20 @@ TensorInfo parse_entry(const Reporter& r, const std::string& name, const json& e
     const std::uint64_t expected_bytes = bits / 8;
 
     if (offsets.size() != 2)
-        r.fail(name, "\"data_offsets\" must be [begin, end], found " + std::to_string(offsets.size()) +
-                         " elements " + json_text(offsets));
+        r.fail(name, "\"data_offsets\" must be [begin, end], found " +
+                         std::to_string(offsets.size()) + " elements " + json_text(offsets));
     std::uint64_t begin, end;
     std::string why;
     if (!get_u64(offsets[0], begin, why)) r.fail(name, "data_offsets[0] (begin) " + why);
     if (!get_u64(offsets[1], end, why)) r.fail(name, "data_offsets[1] (end) " + why);
     if (begin > end)
-        r.fail(name, "data_offsets " + range_text(begin, end) + " are out of order: expected begin <= end");
+        r.fail(name, "data_offsets " + range_text(begin, end) +
+                         " are out of order: expected begin <= end");
     if (end > data_size)
-        r.fail(name, "data_offsets " + range_text(begin, end) + " end past the data (" +
-                         std::to_string(data_size) +
-                         " bytes after the header): the file is truncated or the offsets are wrong");
+        r.fail(name,
+               "data_offsets " + range_text(begin, end) + " end past the data (" +
+                   std::to_string(data_size) +
+                   " bytes after the header): the file is truncated or the offsets are wrong");
     if (end - begin != expected_bytes)
         r.fail(name, "shape " + shape_text(t.shape) + " of " + dtype_name + " is " +
                          std::to_string(expected_bytes) + " bytes, but data_offsets " +
@@ -306,12 +313,13 @@ TensorInfo parse_entry(const Reporter& r, const std::string& name, const json& e
 // (e.g. for `swiglu info`) but nothing depends on it.
 std::map<std::string, std::string> parse_metadata(const Reporter& r, const json& value) {
     if (!value.is_object())
-        r.fail(std::string("\"__metadata__\" must be an object of strings, found ") + value.type_name());
+        r.fail(std::string("\"__metadata__\" must be an object of strings, found ") +
+               value.type_name());
     std::map<std::string, std::string> out;
     for (auto it = value.begin(); it != value.end(); ++it) {
         if (!it.value().is_string())
-            r.fail("\"__metadata__\" value for " + quote_name(it.key()) + " must be a string, found " +
-                   it.value().type_name());
+            r.fail("\"__metadata__\" value for " + quote_name(it.key()) +
+                   " must be a string, found " + it.value().type_name());
         out.emplace(it.key(), it.value().get<std::string>());
     }
     return out;
@@ -337,8 +345,8 @@ void check_tiling(const Reporter& r, std::vector<TensorInfo>& tensors, std::uint
                                range_text(previous->offset, position));
         if (t.offset > position)
             r.fail(t.name, "data_offsets " + range_text(t.offset, end) + " leave a hole of " +
-                               std::to_string(t.offset - position) + " bytes before it: expected begin " +
-                               std::to_string(position) +
+                               std::to_string(t.offset - position) +
+                               " bytes before it: expected begin " + std::to_string(position) +
                                (previous ? " (where " + quote_name(previous->name) + " ends)"
                                          : " (the first tensor starts the data)"));
         position = end;
@@ -347,7 +355,8 @@ void check_tiling(const Reporter& r, std::vector<TensorInfo>& tensors, std::uint
     if (position != data_size)
         r.fail(std::to_string(data_size - position) + " trailing bytes after the last tensor" +
                (previous ? " " + quote_name(previous->name) : std::string()) + ": the data is " +
-               std::to_string(data_size) + " bytes but the tensors end at " + std::to_string(position));
+               std::to_string(data_size) + " bytes but the tensors end at " +
+               std::to_string(position));
 }
 
 }  // namespace
@@ -388,9 +397,9 @@ SafetensorsFile SafetensorsFile::open(const std::string& path) {
     return file;
 }
 
-SafetensorsFile SafetensorsFile::from_memory(const void* data, std::size_t size, std::string label) {
-    if (!data && size > 0)
-        invalid(label + ": data is null but size is " + std::to_string(size));
+SafetensorsFile SafetensorsFile::from_memory(const void* data, std::size_t size,
+                                             std::string label) {
+    if (!data && size > 0) invalid(label + ": data is null but size is " + std::to_string(size));
     SafetensorsFile file;
     file.label_ = std::move(label);
     file.bytes_ = static_cast<const unsigned char*>(data);
@@ -437,7 +446,8 @@ void SafetensorsFile::parse() {
                std::to_string(static_cast<const char*>(nul) - text) +
                "; JSON text cannot, and padding must be spaces");
     const json root = parse_header(r, text, text + n);
-    if (!root.is_object()) r.fail(std::string("header must be a JSON object, found ") + root.type_name());
+    if (!root.is_object())
+        r.fail(std::string("header must be a JSON object, found ") + root.type_name());
 
     for (auto it = root.begin(); it != root.end(); ++it) {
         if (it.key() == "__metadata__")
@@ -466,7 +476,8 @@ const unsigned char* SafetensorsFile::tensor_data(const TensorInfo& tensor) cons
 
 std::vector<float> SafetensorsFile::to_f32(const TensorInfo& tensor) const {
     const unsigned char* p = tensor_data(tensor);
-    if (tensor.dtype != TensorDtype::F32 && tensor.dtype != TensorDtype::BF16 && tensor.dtype != TensorDtype::F16)
+    if (tensor.dtype != TensorDtype::F32 && tensor.dtype != TensorDtype::BF16 &&
+        tensor.dtype != TensorDtype::F16)
         throw Error(Status::unsupported, label_ + ": tensor " + quote_name(tensor.name) +
                                              ": unsupported dtype " + dtype_name(tensor.dtype) +
                                              "; only F32, BF16 and F16 convert to f32");

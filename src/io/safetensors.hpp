@@ -37,13 +37,32 @@ namespace swiglu::detail {
 // F32, BF16 and F16 convert to f32; the others are valid in a file (they are
 // sized and checked like any tensor) but Status::unsupported when read.
 enum class TensorDtype {
-    BOOL, F4, F6_E2M3, F6_E3M2, U8, I8, F8_E5M2, F8_E4M3, F8_E8M0,
-    I16, U16, F16, BF16, I32, U32, F32, C64, F64, I64, U64,
+    BOOL,
+    F4,
+    F6_E2M3,
+    F6_E3M2,
+    U8,
+    I8,
+    F8_E5M2,
+    F8_E4M3,
+    F8_E8M0,
+    I16,
+    U16,
+    F16,
+    BF16,
+    I32,
+    U32,
+    F32,
+    C64,
+    F64,
+    I64,
+    U64,
 };
 
 std::optional<TensorDtype> parse_dtype(std::string_view name);  // nullopt: not a safetensors dtype
-const char* dtype_name(TensorDtype dtype);                       // "BF16"
-int dtype_bits(TensorDtype dtype);  // bits per element: 4 (F4), 6 (F6_*), 8 (BOOL, U8, ...), ..., 64 (C64)
+const char* dtype_name(TensorDtype dtype);                      // "BF16"
+int dtype_bits(
+    TensorDtype dtype);  // bits per element: 4 (F4), 6 (F6_*), 8 (BOOL, U8, ...), ..., 64 (C64)
 
 struct TensorInfo {
     std::string name;

@@ -5,7 +5,6 @@
 #include <cstddef>
 #include <cstdint>
 
-
 namespace swiglu::detail {
 
 // The array conversions run this CPU's kernels (kernel_table.hpp; per ISA in

@@ -1,6 +1,6 @@
-// The conversions compiled for avx512, and its kernel table: src/CMakeLists.txt builds this file (and
-// only this one) with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx2 -mfma -ffp-contract=off; kernel_table.cpp
-// calls it only after checking that the CPU and OS support it.
+// The conversions compiled for avx512, and its kernel table: src/CMakeLists.txt builds this file
+// (and only this one) with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx2 -mfma
+// -ffp-contract=off; kernel_table.cpp calls it only after checking that the CPU and OS support it.
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
 
 // GCC 12.2's avx512fintrin.h trips -Wmaybe-uninitialized (GCC bug 105593),
@@ -18,7 +18,7 @@
 namespace swiglu::detail {
 
 KernelTable kernel_table_avx512() noexcept {
-  return make_kernel_table<xsimd::avx512bw>(&f32_silu_mul_avx512);
+    return make_kernel_table<xsimd::avx512bw>(&f32_silu_mul_avx512);
 }
 
 }  // namespace swiglu::detail

@@ -62,8 +62,7 @@ float quantize_row_scalar(const float* in, std::int8_t* out, std::size_t n) noex
         return finite ? 0.0f : NAN;
     }
     const float inv = 127.0f / peak;
-    for (std::size_t i = 0; i < n; ++i)
-        out[i] = static_cast<std::int8_t>(round_even(in[i] * inv));
+    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::int8_t>(round_even(in[i] * inv));
     return peak / 127.0f;
 }
 

@@ -12,7 +12,7 @@
 namespace swiglu::detail {
 
 KernelTable kernel_table_sse2() noexcept {
-  return make_kernel_table<xsimd::sse2>(&f32_silu_mul_sse2);
+    return make_kernel_table<xsimd::sse2>(&f32_silu_mul_sse2);
 }
 
 }  // namespace swiglu::detail

@@ -14,10 +14,10 @@ namespace swiglu::detail {
 using Avx2Fma = xsimd::fma3<xsimd::avx2>;
 
 template void SiluMulKernel::operator()<Avx2Fma>(Avx2Fma, const float*, const float*, float*,
-                                                  std::size_t) const noexcept;
+                                                 std::size_t) const noexcept;
 
 void f32_silu_mul_avx2_fma(const float* gate, const float* up, float* out, std::size_t n) noexcept {
-  SiluMulKernel{}(Avx2Fma{}, gate, up, out, n);
+    SiluMulKernel{}(Avx2Fma{}, gate, up, out, n);
 }
 
 }  // namespace swiglu::detail

@@ -19,11 +19,12 @@
 
 namespace swiglu::detail {
 
-template void SiluMulKernel::operator()<xsimd::avx512bw>(xsimd::avx512bw, const float*, const float*,
-                                                          float*, std::size_t) const noexcept;
+template void SiluMulKernel::operator()<xsimd::avx512bw>(xsimd::avx512bw, const float*,
+                                                         const float*, float*,
+                                                         std::size_t) const noexcept;
 
 void f32_silu_mul_avx512(const float* gate, const float* up, float* out, std::size_t n) noexcept {
-  SiluMulKernel{}(xsimd::avx512bw{}, gate, up, out, n);
+    SiluMulKernel{}(xsimd::avx512bw{}, gate, up, out, n);
 }
 
 }  // namespace swiglu::detail

@@ -11,20 +11,20 @@ namespace swiglu::detail {
 namespace {
 
 float silu_times(float z, float up) noexcept {
-  const float a = std::fabs(z);
-  const bool far = a > kSiluShift;  // false for NaN, like the SIMD compare
-  const float e = std::exp(far ? kSiluShift - a : -a);
-  const bool neg = z < 0.0f;
-  const float num = neg ? e : 1.0f;
-  const float den = far ? 1.0f : 1.0f + e;
-  const float up_scaled = (far && neg) ? up * kSiluShiftScale : up;
-  return (z * (num / den)) * up_scaled;
+    const float a = std::fabs(z);
+    const bool far = a > kSiluShift;  // false for NaN, like the SIMD compare
+    const float e = std::exp(far ? kSiluShift - a : -a);
+    const bool neg = z < 0.0f;
+    const float num = neg ? e : 1.0f;
+    const float den = far ? 1.0f : 1.0f + e;
+    const float up_scaled = (far && neg) ? up * kSiluShiftScale : up;
+    return (z * (num / den)) * up_scaled;
 }
 
 }  // namespace
 
 void f32_silu_mul_scalar(const float* gate, const float* up, float* out, std::size_t n) noexcept {
-  for (std::size_t i = 0; i < n; ++i) out[i] = silu_times(gate[i], up[i]);
+    for (std::size_t i = 0; i < n; ++i) out[i] = silu_times(gate[i], up[i]);
 }
 
 }  // namespace swiglu::detail

@@ -11,11 +11,11 @@
 
 namespace swiglu::detail {
 
-template void SiluMulKernel::operator()<xsimd::sse2>(xsimd::sse2, const float*, const float*, float*,
-                                                      std::size_t) const noexcept;
+template void SiluMulKernel::operator()<xsimd::sse2>(xsimd::sse2, const float*, const float*,
+                                                     float*, std::size_t) const noexcept;
 
 void f32_silu_mul_sse2(const float* gate, const float* up, float* out, std::size_t n) noexcept {
-  SiluMulKernel{}(xsimd::sse2{}, gate, up, out, n);
+    SiluMulKernel{}(xsimd::sse2{}, gate, up, out, n);
 }
 
 }  // namespace swiglu::detail

@@ -33,7 +33,7 @@ OmpSerialScope::~OmpSerialScope() {
 }
 
 void rethrow_dnnl(const dnnl::error& e, const char* what) {
-    const Status status = e.status == dnnl_out_of_memory ? Status::out_of_memory
+    const Status status = e.status == dnnl_out_of_memory   ? Status::out_of_memory
                           : e.status == dnnl_unimplemented ? Status::unsupported
                                                            : Status::internal;
     throw Error(status, std::string(what) + ": oneDNN: " + e.what());

@@ -13,10 +13,8 @@ inline bool int8_supported() {
     switch (dnnl::get_effective_cpu_isa()) {
         case dnnl::cpu_isa::avx512_core_vnni:
         case dnnl::cpu_isa::avx512_core_bf16:
-        case dnnl::cpu_isa::avx512_core_amx:
-            return true;
-        default:
-            return false;
+        case dnnl::cpu_isa::avx512_core_amx: return true;
+        default: return false;
     }
 }
 

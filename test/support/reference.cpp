@@ -46,7 +46,8 @@ std::vector<float> uniform(std::size_t n, float scale, unsigned seed) {
 }  // namespace
 
 RandomBlock::RandomBlock(std::int64_t d_, std::int64_t f_, Layout layout_, unsigned seed)
-    : d(d_), f(f_),
+    : d(d_),
+      f(f_),
       gate(uniform(d_ * f_, 1.0f / std::sqrt(float(d_)), seed)),
       up(uniform(d_ * f_, 1.0f / std::sqrt(float(d_)), seed + 1)),
       down(uniform(d_ * f_, 1.0f / std::sqrt(float(f_)), seed + 2)),

@@ -40,7 +40,7 @@ float from_f16(std::uint16_t bits) {
 std::vector<float> rounded(const std::vector<float>& v, const std::string& dtype) {
     std::vector<float> out;
     for (float x : v)
-        out.push_back(dtype == "BF16" ? from_bf16(to_bf16(x))
+        out.push_back(dtype == "BF16"  ? from_bf16(to_bf16(x))
                       : dtype == "F16" ? from_f16(to_f16(x))
                                        : x);
     return out;

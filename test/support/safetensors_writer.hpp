@@ -10,7 +10,8 @@ namespace swiglu::test {
 
 struct TensorSpec {
     std::string name;
-    std::string dtype;  // "F32", "BF16" or "F16" (values are converted), or any other string (raw zero bytes, 4 per element)
+    std::string dtype;  // "F32", "BF16" or "F16" (values are converted), or any other string (raw
+                        // zero bytes, 4 per element)
     std::vector<std::int64_t> shape;
     std::vector<float> values;  // row-major, product(shape) elements
 };

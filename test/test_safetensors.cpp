@@ -14,8 +14,8 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "common/half.hpp"
 #include "error_checks.hpp"
-#include "io/half.hpp"
 #include "io/safetensors.hpp"
 #include "safetensors_writer.hpp"
 

@@ -13,9 +13,9 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "common/half.hpp"
 #include "common/mapped_file.hpp"
 #include "common/messages.hpp"
-#include "io/half.hpp"
 
 // Tensor bytes are little-endian; we memcpy them straight into host values.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,

@@ -89,7 +89,7 @@ struct Shape {
 };
 // The last one has several gate|up column tiles even in int8 (2 d f bytes
 // > 1 MiB), so int8 quantises act in its separate step; the others in the
-// gate|up task (PackedBlock::act_quantized_in_gate_up).
+// gate|up task (core/precision_int8.cpp, Int8::plan).
 const Shape kShapes[] = {{1, 1, 1},      {7, 13, 5},     {13, 7, 3},    {2, 341, 17},
                          {128, 341, 1},  {128, 341, 70}, {341, 128, 2}, {384, 1024, 9},
                          {1024, 384, 4}, {1100, 700, 19}};

@@ -89,7 +89,10 @@ public:
     // The gate|up epilogue, per row of a tile, in this order (forward.cpp):
     //   gate_up_to_f32   the matmul's output -> f32 [gate | up], in place
     //   act_row          where SiLU(gate)*up goes for this row (f32)
-    //   store_act        act as the down matmul reads it (round, convert, quantise)
+    //   store_act        act as the down matmul reads it (round, convert, quantise);
+    //                    it may change act in place only to the value a trace
+    //                    should show (the emulated mode's bf16 rounding): a
+    //                    traced call copies act after it
     // `gate_up` holds [gate | up] of one row, `width` columns each, of
     // output columns [c0, c0 + width); `row` is relative to the chunk.
     virtual void gate_up_to_f32(float* gate_up, std::int64_t width, std::int64_t c0,

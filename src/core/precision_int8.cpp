@@ -18,10 +18,7 @@ namespace {
 
 class Int8 final : public Precision {
 public:
-    Int8(std::int64_t d, std::int64_t f)
-        : Precision(Dtype::int8, d, f),
-          gate_up_scales_(static_cast<std::size_t>(2 * f)),
-          down_scales_(static_cast<std::size_t>(d)) {}
+    Int8(std::int64_t d, std::int64_t f) : Precision(Dtype::int8, d, f) {}
 
     MatmulTypes matmul_types() const override {
         using dt = dnnl::memory::data_type;
@@ -43,7 +40,12 @@ public:
         return true;
     }
 
-    void plan(std::int64_t gate_up_tiles) override { act_in_gate_up_ = gate_up_tiles == 1; }
+    // After accepts(): a refused int8 never allocates its scales.
+    void plan(std::int64_t gate_up_tiles) override {
+        act_in_gate_up_ = gate_up_tiles == 1;
+        gate_up_scales_.resize(static_cast<std::size_t>(2 * f()));
+        down_scales_.resize(static_cast<std::size_t>(d()));
+    }
 
     void pack_tile(PhaseId phase, float* plain, std::int64_t k, std::int64_t n,
                    std::int64_t first_output, const dnnl::memory& to) override {

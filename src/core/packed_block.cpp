@@ -90,6 +90,13 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const
             break;
         }
     }
+    // The >= 4-row tiles of streamed weights suit brgemm only; without it
+    // (no AVX-512: gemm:jit) oneDNN's 1-row path streams faster, so those
+    // kernels are made again for 1-row tiles. (docs/measurements.md)
+    if (min_bucket > 0 && !is_brgemm_kernel(gate_up.top())) {
+        min_bucket = 0;
+        make_kernels(*precision);
+    }
     precision->plan(gate_up.columns.count);
     pack(gate_w, up_w, down_w);
     describe();

@@ -58,7 +58,8 @@ struct RowTile {
 // weights faster with 3-6 rows than with 1, and decode is bound by that
 // stream; 1 row for kernels that stream as well with one
 // (`streams_with_one_row`, int8's VNNI kernel) and for weights that stay in
-// cache, where padding's extra compute shows. (docs/measurements.md)
+// cache, where padding's extra compute shows. PackedBlock keeps the 4 rows
+// only where oneDNN runs brgemm. (docs/measurements.md)
 int min_row_bucket(std::int64_t weight_bytes, bool streams_with_one_row);
 
 // Whether a block's weights (all three matrices, packed) are too big to stay

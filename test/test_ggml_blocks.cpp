@@ -11,7 +11,6 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
-#include <random>
 #include <vector>
 
 #if defined(__x86_64__)
@@ -21,6 +20,7 @@
 
 #include "common/half.hpp"
 #include "kernels/ggml_blocks.hpp"
+#include "reference.hpp"
 
 using namespace swiglu::detail;
 
@@ -42,14 +42,6 @@ __attribute__((target("f16c"))) std::uint16_t f16c(float v) {
     return static_cast<std::uint16_t>(_cvtss_sh(v, 0));
 }
 #endif
-
-std::vector<float> random_row(std::size_t n, unsigned seed, float scale) {
-    std::mt19937 gen(seed);
-    std::uniform_real_distribution<float> u(-scale, scale);
-    std::vector<float> x(n);
-    for (float& v : x) v = u(gen);
-    return x;
-}
 
 }  // namespace
 
@@ -173,7 +165,7 @@ TEST_CASE("Q8_0 and Q4_0: random rows of any length within the format's bound") 
         for (float scale : {1.0f, 1e-3f, 3e4f}) {
             CAPTURE(n);
             CAPTURE(scale);
-            const std::vector<float> x = random_row(n, unsigned(n * 7 + 1), scale);
+            const std::vector<float> x = swiglu::test::uniform(n, scale, unsigned(n * 7 + 1));
             std::vector<BlockQ8_0> b8(ggml_blocks(n));
             std::vector<BlockQ4_0> b4(ggml_blocks(n));
             quantize_row_q8_0(x.data(), n, b8.data());
@@ -222,7 +214,7 @@ TEST_CASE("Q8_0 and Q4_0: random rows of any length within the format's bound") 
 }
 
 TEST_CASE("a partial last block is padded with zeros") {
-    const std::vector<float> x = random_row(37, 5, 1.0f);  // one block and 5 values
+    const std::vector<float> x = swiglu::test::uniform(37, 1.0f, 5);  // one block and 5 values
     BlockQ8_0 b8[2];
     BlockQ4_0 b4[2];
     std::memset(b8, 0x55, sizeof(b8));
@@ -238,7 +230,7 @@ TEST_CASE("a partial last block is padded with zeros") {
 
 TEST_CASE("a block holding NaN or inf dequantises to NaN; the other blocks stay finite") {
     for (float bad : {NAN, INFINITY, -INFINITY}) {
-        std::vector<float> x = random_row(96, 3, 1.0f);
+        std::vector<float> x = swiglu::test::uniform(96, 1.0f, 3);
         x[40] = bad;  // block 1
         BlockQ8_0 b8[3];
         BlockQ4_0 b4[3];

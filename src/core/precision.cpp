@@ -19,6 +19,18 @@ void Precision::pack_tile(PhaseId, float* plain, std::int64_t k, std::int64_t n,
 void Precision::gate_up_to_f32(float*, std::int64_t, std::int64_t, std::int64_t,
                                const Workspace&) const {}
 
+float* Precision::f32_act(std::int64_t row, std::int64_t c0, const Workspace& ws) const {
+    return ws.act.data() + row * f_ + c0;
+}
+
+float* Precision::act_row(float*, std::int64_t c0, std::int64_t row, Workspace& ws) const {
+    return f32_act(row, c0, ws);
+}
+
+const void* Precision::down_src(const RowTile& t, const Workspace& ws) const {
+    return f32_act(t.row0, 0, ws);
+}
+
 void Precision::store_act(float*, std::int64_t, std::int64_t, std::int64_t, Workspace&) const {}
 
 void Precision::act_step(std::int64_t, Workspace&) const {}

@@ -97,8 +97,8 @@ public:
     // output columns [c0, c0 + width); `row` is relative to the chunk.
     virtual void gate_up_to_f32(float* gate_up, std::int64_t width, std::int64_t c0,
                                 std::int64_t row, const Workspace& ws) const;
-    virtual float* act_row(float* gate_up, std::int64_t c0, std::int64_t row,
-                           Workspace& ws) const = 0;
+    // By default act stays in f32 between the phases, in Workspace::act.
+    virtual float* act_row(float* gate_up, std::int64_t c0, std::int64_t row, Workspace& ws) const;
     virtual void store_act(float* act, std::int64_t width, std::int64_t c0, std::int64_t row,
                            Workspace& ws) const;
 
@@ -107,7 +107,8 @@ public:
     virtual bool has_act_step() const { return false; }
     virtual void act_step(std::int64_t row, Workspace& ws) const;
 
-    virtual const void* down_src(const RowTile& t, const Workspace& ws) const = 0;
+    // By default the down matmul reads that f32 act.
+    virtual const void* down_src(const RowTile& t, const Workspace& ws) const;
     // The down epilogue: the valid rows of a (height x width) result tile of
     // output columns [c0, c0 + width) into y (row stride d).
     virtual void down_out(const float* tile, std::int64_t width, std::int64_t c0, const RowTile& t,
@@ -116,6 +117,8 @@ public:
 protected:
     std::int64_t d() const { return d_; }
     std::int64_t f() const { return f_; }
+    // The f32 act buffer (Workspace::act) at (row, column c0).
+    float* f32_act(std::int64_t row, std::int64_t c0, const Workspace& ws) const;
     // Copies `rows` rows of `width` floats between strided buffers.
     static void copy_rows(const float* from, std::int64_t from_stride, float* to,
                           std::int64_t to_stride, std::int64_t rows, std::int64_t width);

@@ -43,17 +43,9 @@ public:
         return x_rounded(ws) + t.row0 * d();
     }
 
-    float* act_row(float*, std::int64_t c0, std::int64_t row, Workspace& ws) const override {
-        return ws.act.data() + row * f() + c0;
-    }
-
     void store_act(float* act, std::int64_t width, std::int64_t, std::int64_t,
                    Workspace&) const override {
         round_to_bf16(act, act, static_cast<std::size_t>(width));
-    }
-
-    const void* down_src(const RowTile& t, const Workspace& ws) const override {
-        return ws.act.data() + t.row0 * f();
     }
 
 private:

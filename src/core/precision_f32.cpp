@@ -31,14 +31,6 @@ public:
     const void* gate_up_src(const float* x, const RowTile& t, const Workspace& ws) const override {
         return t.padded() ? ws.x_src.data() : static_cast<const void*>(x + t.row0 * d());
     }
-
-    float* act_row(float*, std::int64_t c0, std::int64_t row, Workspace& ws) const override {
-        return ws.act.data() + row * f() + c0;
-    }
-
-    const void* down_src(const RowTile& t, const Workspace& ws) const override {
-        return ws.act.data() + t.row0 * f();
-    }
 };
 
 }  // namespace

@@ -83,7 +83,7 @@ public:
 
     float* act_row(float* gate_up, std::int64_t c0, std::int64_t row,
                    Workspace& ws) const override {
-        return act_in_gate_up_ ? gate_up : ws.act.data() + row * f() + c0;
+        return act_in_gate_up_ ? gate_up : f32_act(row, c0, ws);
     }
 
     void store_act(float* act, std::int64_t, std::int64_t, std::int64_t row,
@@ -94,7 +94,7 @@ public:
     bool has_act_step() const override { return !act_in_gate_up_; }
 
     void act_step(std::int64_t row, Workspace& ws) const override {
-        quantize_act(ws.act.data() + row * f(), row, ws);
+        quantize_act(f32_act(row, 0, ws), row, ws);
     }
 
     const void* down_src(const RowTile& t, const Workspace& ws) const override {

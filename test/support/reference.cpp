@@ -35,7 +35,6 @@ std::vector<double> reference_ffn(const float* x, std::int64_t tokens, const Wei
     return y;
 }
 
-namespace {
 std::vector<float> uniform(std::size_t n, float scale, unsigned seed) {
     std::mt19937 rng(seed);
     std::uniform_real_distribution<float> dist(-scale, scale);
@@ -43,7 +42,6 @@ std::vector<float> uniform(std::size_t n, float scale, unsigned seed) {
     for (float& e : v) e = dist(rng);
     return v;
 }
-}  // namespace
 
 RandomBlock::RandomBlock(std::int64_t d_, std::int64_t f_, Layout layout_, unsigned seed)
     : d(d_),

@@ -28,6 +28,8 @@ struct RandomBlock {
 };
 
 std::vector<float> random_input(std::int64_t tokens, std::int64_t d, unsigned seed);
+// n values ~ U(-scale, scale), reproducible from `seed`.
+std::vector<float> uniform(std::size_t n, float scale, unsigned seed);
 
 // max |got - ref| / max |ref| (0 when both are 0).
 double relative_error(const std::vector<float>& got, const std::vector<double>& ref);

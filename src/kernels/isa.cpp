@@ -31,6 +31,13 @@ std::uint64_t os_saved_state() noexcept {
     return (std::uint64_t{hi} << 32) | lo;
 }
 
+// F16C (CPUID.1:ECX bit 29): every AVX2 CPU has it, but xsimd 8.1 doesn't
+// report it, and the AVX2 and AVX-512 TUs convert f16 scales with it.
+bool has_f16c() noexcept {
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
+}
+
 bool detect(Isa isa) noexcept {
     const auto cpu = xsimd::available_architectures();
     const std::uint64_t xcr0 = os_saved_state();
@@ -39,11 +46,11 @@ bool detect(Isa isa) noexcept {
     switch (isa) {
         case Isa::scalar: return true;
         case Isa::sse2: return cpu.sse2;
-        case Isa::avx2_fma: return cpu.fma3_avx2 && os_ymm;
-        // Its TU is also built with -mavx2 -mfma, so it needs those too.
+        case Isa::avx2_fma: return cpu.fma3_avx2 && has_f16c() && os_ymm;
+        // Its TU is also built with -mavx2 -mfma -mf16c, so it needs those too.
         case Isa::avx512:
             return cpu.avx512f && cpu.avx512cd && cpu.avx512dq && cpu.avx512bw && cpu.fma3_avx2 &&
-                   os_ymm && os_zmm;
+                   has_f16c() && os_ymm && os_zmm;
     }
     return false;
 }

@@ -1,0 +1,79 @@
+// The layout our grouped kernels stream GGUF's Q8_0 and Q4_0 weights in
+// (grouped_gemm.hpp), and the blocks activations are quantised to for them.
+//
+// A weight tile is the (k x n) slice of W that one task multiplies: n output
+// columns, each a row of k inputs cut into ggml_blocks(k) blocks of 32 as in
+// GGUF. Columns go in groups of kGroupColumns = 8 (the last group padded
+// with zero columns); a group's blocks lie one after another, each as one
+// record, so a group is one sequential stream:
+//
+//   record (group g, block b) = quants of the 8 columns, then their 8 f16 scales
+//   Q8_0: 8 x 32 bytes: byte 32 s + 4 j + t  = q of column j, input 4 s + t
+//   Q4_0: 4 x 32 bytes: byte 32 p + 4 j + t  = low nibble:  q of column j, input 8 p + t
+//                                              high nibble: q of column j, input 8 p + 4 + t
+//
+// Every 4 consecutive bytes hold 4 consecutive inputs of one column, so one
+// broadcast of 4 activation bytes meets all 8 columns in one 32-bit lane
+// each (vpmaddubsw): no horizontal sum anywhere. The blocks' values and
+// scales are GGUF's bit for bit; only their places change.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/ggml_blocks.hpp"
+
+namespace swiglu::detail {
+
+enum class GroupedFormat { q8_0, q4_0 };
+
+inline constexpr std::int64_t kGroupColumns = 8;
+
+// Bytes of the quants of one record; its 8 f16 scales follow them.
+constexpr std::size_t record_quant_bytes(GroupedFormat format) {
+    return format == GroupedFormat::q8_0 ? kGroupColumns * kGgmlBlock
+                                         : kGroupColumns * kGgmlBlock / 2;
+}
+constexpr std::size_t record_bytes(GroupedFormat format) {
+    return record_quant_bytes(format) + kGroupColumns * sizeof(std::uint16_t);
+}
+constexpr std::int64_t column_groups(std::int64_t n) {
+    return (n + kGroupColumns - 1) / kGroupColumns;
+}
+// Bytes of a (k x n) tile: 34 (Q8_0) or 18 (Q4_0) per column and block,
+// padding columns included.
+constexpr std::size_t grouped_tile_bytes(GroupedFormat format, std::int64_t k, std::int64_t n) {
+    return static_cast<std::size_t>(column_groups(n)) * ggml_blocks(static_cast<std::size_t>(k)) *
+           record_bytes(format);
+}
+
+// Places one column's GGUF blocks (ggml_blocks(k) of them) in a tile whose
+// every byte starts zeroed (padding columns stay zero: scale 0, value 0).
+void place_column(const BlockQ8_0* blocks, std::int64_t k, std::int64_t column,
+                  std::uint8_t* tile) noexcept;
+void place_column(const BlockQ4_0* blocks, std::int64_t k, std::int64_t column,
+                  std::uint8_t* tile) noexcept;
+
+// Quantises a (k x n) row-major f32 tile (n columns, k inputs each) with
+// ggml's reference rounding (ggml_blocks.hpp) and places it: `tile` holds
+// grouped_tile_bytes(format, k, n) bytes. Load time only.
+void pack_grouped_tile(GroupedFormat format, const float* plain, std::int64_t k, std::int64_t n,
+                       std::uint8_t* tile);
+
+// One block of 32 activations as the grouped kernels read them: s8 values
+// with an f32 scale (ggml's Q8_0 activations keep an f16 one; f32 loses
+// less) and the sum of the s8 values (Q4_0's kernels fold its -8 offset in
+// with it: sum (q - 8) x = sum q x - 8 sum x).
+struct ActBlock {
+    std::int8_t qs[kGgmlBlock];
+    float d;
+    std::int32_t sum;
+};
+static_assert(sizeof(ActBlock) == 40, "ActBlock is 40 bytes");
+
+// One row of n activations into ggml_blocks(n) blocks, each quantised as
+// quantize_row does (convert.hpp: d = max|x| / 127, q = round-even(x / d),
+// NaN or +-inf in a block: d = NaN, q = 0), the last one padded with zeros.
+void quantize_act_row(const float* x, std::size_t n, ActBlock* out) noexcept;
+
+}  // namespace swiglu::detail

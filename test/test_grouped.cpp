@@ -1,0 +1,188 @@
+// The grouped formats' kernels (kernels/grouped_gemm.hpp) and what feeds
+// them (kernels/grouped_layout.hpp):
+//  - activations quantised per block of 32: scale, sum, zero padding, NaN;
+//  - the scalar reference against fp64 dot products over the GGUF blocks
+//    themselves (not over our layout): a misplaced quant or scale shows;
+//  - every ISA's kernels against the scalar reference, bit for bit, over
+//    many shapes (1, 7, 13, 33, 341 inputs; 1..131 columns; 1..9 rows);
+//  - a NaN weight block: NaN in its column only.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/half.hpp"
+#include "kernels/ggml_blocks.hpp"
+#include "kernels/grouped_gemm.hpp"
+#include "kernels/grouped_layout.hpp"
+#include "reference.hpp"
+
+using namespace swiglu::detail;
+
+namespace {
+
+const GroupedFormat kFormats[] = {GroupedFormat::q8_0, GroupedFormat::q4_0};
+const char* name(GroupedFormat f) { return f == GroupedFormat::q8_0 ? "q8_0" : "q4_0"; }
+
+// A (k x n) weight tile: its f32 values (row-major), the GGUF blocks of each
+// column (exact values, dequantised) and the packed tile.
+struct Tile {
+    std::int64_t k, n;
+    std::vector<float> plain;
+    std::vector<double> exact;  // (k x n), the values the blocks hold
+    std::vector<std::uint8_t> packed;
+
+    Tile(GroupedFormat format, std::int64_t k_, std::int64_t n_, unsigned seed)
+        : k(k_),
+          n(n_),
+          plain(swiglu::test::uniform(std::size_t(k_ * n_), 1.0f, seed)),
+          exact(std::size_t(k_ * n_)),
+          packed(grouped_tile_bytes(format, k_, n_)) {
+        pack_grouped_tile(format, plain.data(), k, n, packed.data());
+        const std::size_t nb = ggml_blocks(std::size_t(k));
+        std::vector<float> column(static_cast<std::size_t>(k));
+        std::vector<float> values(nb * kGgmlBlock);
+        for (std::int64_t c = 0; c < n; ++c) {
+            for (std::int64_t i = 0; i < k; ++i) column[std::size_t(i)] = plain[i * n + c];
+            if (format == GroupedFormat::q8_0) {
+                std::vector<BlockQ8_0> b(nb);
+                quantize_row_q8_0(column.data(), column.size(), b.data());
+                dequantize_row_q8_0(b.data(), values.size(), values.data());
+            } else {
+                std::vector<BlockQ4_0> b(nb);
+                quantize_row_q4_0(column.data(), column.size(), b.data());
+                dequantize_row_q4_0(b.data(), values.size(), values.data());
+            }
+            for (std::int64_t i = 0; i < k; ++i) exact[std::size_t(i * n + c)] = values[i];
+        }
+    }
+};
+
+std::vector<ActBlock> quantised_rows(std::int64_t rows, std::int64_t k, unsigned seed) {
+    const auto nb = std::int64_t(ggml_blocks(std::size_t(k)));
+    const auto x = swiglu::test::uniform(std::size_t(rows * k), 2.0f, seed);
+    std::vector<ActBlock> q(std::size_t(rows * nb));
+    for (std::int64_t r = 0; r < rows; ++r)
+        quantize_act_row(x.data() + r * k, std::size_t(k), q.data() + r * nb);
+    return q;
+}
+
+double act_value(const ActBlock* row, std::int64_t i) {
+    const ActBlock& a = row[i / std::int64_t(kGgmlBlock)];
+    return double(a.qs[i % std::int64_t(kGgmlBlock)]) * double(a.d);
+}
+
+struct Case {
+    std::int64_t k, n, rows;
+};
+const Case kCases[] = {{1, 1, 1},   {7, 13, 2},    {13, 7, 3},    {32, 8, 4},  {33, 9, 5},
+                       {64, 64, 1}, {341, 131, 7}, {128, 341, 9}, {96, 17, 6}, {1024, 24, 4}};
+
+}  // namespace
+
+TEST_SUITE("grouped") {
+
+TEST_CASE("activations: per-block scale and sum, zero padding, NaN blocks") {
+    std::vector<float> x(70);
+    for (std::size_t i = 0; i < x.size(); ++i) x[i] = float(i % 11) - 5.0f;
+    x[3] = 10.0f;
+    std::vector<ActBlock> q(ggml_blocks(x.size()));
+    REQUIRE(q.size() == 3);
+    quantize_act_row(x.data(), x.size(), q.data());
+    CHECK(q[0].d == 10.0f / 127.0f);
+    CHECK(q[0].qs[3] == 127);
+    for (const ActBlock& b : q) {
+        int sum = 0;
+        for (std::int8_t v : b.qs) sum += v;
+        CHECK(b.sum == sum);
+    }
+    for (std::size_t i = 70 - 64; i < kGgmlBlock; ++i) CHECK(q[2].qs[i] == 0);  // padding
+    x[40] = NAN;
+    x[5] = 0.0f;
+    std::fill(x.begin(), x.begin() + 32, 0.0f);
+    quantize_act_row(x.data(), x.size(), q.data());
+    CHECK(q[0].d == 0.0f);
+    CHECK(std::isnan(q[1].d));
+    CHECK(std::isfinite(q[2].d));
+}
+
+TEST_CASE("the scalar kernels match fp64 dot products over the GGUF blocks") {
+    // Kernel numerics: exact integer block sums, then one f32 product of
+    // the scales and one f32 rounding per block into the accumulator: at
+    // most nb + 1 roundings of 2^-24 relative to the sum of |terms|.
+    const GroupedKernels scalar = grouped_kernels(Isa::scalar);
+    for (GroupedFormat format : kFormats)
+        for (const Case& c : kCases) {
+            CAPTURE(name(format));
+            CAPTURE(c.k);
+            CAPTURE(c.n);
+            const Tile t(format, c.k, c.n, unsigned(c.k * 7 + c.n));
+            const auto nb = std::int64_t(ggml_blocks(std::size_t(c.k)));
+            const auto x = quantised_rows(c.rows, c.k, unsigned(c.n));
+            std::vector<float> y(std::size_t(c.rows * c.n));
+            scalar[format](t.packed.data(), c.k, c.n, x.data(), nb, c.rows, y.data(), c.n);
+            for (std::int64_t r = 0; r < c.rows; ++r)
+                for (std::int64_t j = 0; j < c.n; ++j) {
+                    double want = 0, magnitude = 0;
+                    for (std::int64_t i = 0; i < c.k; ++i) {
+                        const double term = act_value(x.data() + r * nb, i) * t.exact[i * c.n + j];
+                        want += term;
+                        magnitude += std::fabs(term);
+                    }
+                    CHECK(std::fabs(double(y[r * c.n + j]) - want) <=
+                          double(nb + 1) * 0x1p-24 * magnitude + 1e-30);
+                }
+        }
+}
+
+TEST_CASE("every ISA's kernels give the scalar reference's bits") {
+    const GroupedKernels scalar = grouped_kernels(Isa::scalar);
+    for (Isa isa : kIsas) {
+        const GroupedKernels k = grouped_kernels(isa);
+        if (isa == Isa::scalar || !k.q8_0 || !isa_available(isa)) continue;
+        for (GroupedFormat format : kFormats)
+            for (const Case& c : kCases) {
+                CAPTURE(isa_name(isa));
+                CAPTURE(name(format));
+                CAPTURE(c.k);
+                CAPTURE(c.n);
+                CAPTURE(c.rows);
+                const Tile t(format, c.k, c.n, unsigned(c.k + 3 * c.n));
+                const auto nb = std::int64_t(ggml_blocks(std::size_t(c.k)));
+                const auto x = quantised_rows(c.rows, c.k, 5);
+                // ldy > n: the kernels write n columns per row, nothing past them.
+                const std::int64_t ldy = c.n + 3;
+                std::vector<float> want(std::size_t(c.rows * ldy), -7.0f), got = want;
+                scalar[format](t.packed.data(), c.k, c.n, x.data(), nb, c.rows, want.data(), ldy);
+                k[format](t.packed.data(), c.k, c.n, x.data(), nb, c.rows, got.data(), ldy);
+                CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+                for (std::int64_t r = 0; r < c.rows; ++r)
+                    for (std::int64_t j = c.n; j < ldy; ++j) CHECK(got[r * ldy + j] == -7.0f);
+            }
+    }
+    // The one this CPU runs is one of them.
+    const bool same = grouped_kernels().q4_0 == grouped_kernels(grouped_kernels_isa()).q4_0;
+    CHECK(same);
+}
+
+TEST_CASE("a NaN weight block gives NaN in its column only") {
+    for (GroupedFormat format : kFormats)
+        for (Isa isa : kIsas) {
+            const GroupedKernels k = grouped_kernels(isa);
+            if (!k.q8_0 || !isa_available(isa)) continue;
+            CAPTURE(isa_name(isa));
+            CAPTURE(name(format));
+            Tile t(format, 40, 10, 3);
+            t.plain[33 * 10 + 4] = NAN;  // column 4, block 1
+            pack_grouped_tile(format, t.plain.data(), 40, 10, t.packed.data());
+            const auto x = quantised_rows(2, 40, 9);
+            std::vector<float> y(20);
+            k[format](t.packed.data(), 40, 10, x.data(), 2, 2, y.data(), 10);
+            for (int r = 0; r < 2; ++r)
+                for (int j = 0; j < 10; ++j) CHECK(std::isnan(y[r * 10 + j]) == (j == 4));
+        }
+}
+
+}  // TEST_SUITE

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "kernels/convert.hpp"
 #include "kernels/f32_silu_mul.hpp"
+#include "kernels/ggml_blocks.hpp"
 #include "kernels/kernel_table.hpp"
 
 namespace swiglu_bench {
@@ -57,9 +59,35 @@ dt matmul_src_type(swiglu::Dtype dtype) {
     switch (dtype) {
         case swiglu::Dtype::bf16: return dt::bf16;
         case swiglu::Dtype::int8: return dt::s8;
+        case swiglu::Dtype::q8_0:
+        case swiglu::Dtype::q4_0:
         case swiglu::Dtype::f32: break;
     }
     return dt::f32;
+}
+
+// q8_0, q4_0: the (out, in) weights with each row (an output channel's
+// inputs) rounded through GGUF's blocks, ggml's reference rounding.
+std::unique_ptr<float[]> ggml_rounded(const float* raw, std::int64_t out, std::int64_t in,
+                                      swiglu::Dtype dtype) {
+    namespace sd = swiglu::detail;
+    auto rounded = std::make_unique<float[]>(std::size_t(out) * std::size_t(in));
+    const std::size_t nb = sd::ggml_blocks(std::size_t(in));
+    std::vector<sd::BlockQ8_0> q8(nb);
+    std::vector<sd::BlockQ4_0> q4(nb);
+    std::vector<float> row(nb * sd::kGgmlBlock);
+    for (std::int64_t o = 0; o < out; ++o) {
+        const float* w = raw + o * in;
+        if (dtype == swiglu::Dtype::q8_0) {
+            sd::quantize_row_q8_0(w, std::size_t(in), q8.data());
+            sd::dequantize_row_q8_0(q8.data(), row.size(), row.data());
+        } else {
+            sd::quantize_row_q4_0(w, std::size_t(in), q4.data());
+            sd::dequantize_row_q4_0(q4.data(), row.size(), row.data());
+        }
+        std::copy_n(row.begin(), in, rounded.get() + o * in);
+    }
+    return rounded;
 }
 
 }  // namespace
@@ -91,7 +119,7 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
                             std::string("baseline: oneDNN has no ") + swiglu::dtype_name(dtype) +
                                 " matmul on this CPU (" + e.what() + ")");
     }
-    if (dtype != swiglu::Dtype::f32) {
+    if (matmul_src_type(dtype) != dt::f32) {
         for (const auto* pd : {&up_pd_, &down_pd_}) {
             const std::string impl = pd->impl_info_str();
             if (impl.rfind("ref", 0) == 0)
@@ -115,11 +143,19 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
     } else {
         reuse = PackedWeights{};
         packed_.dtype = dtype;
-        packed_.gate =
-            pack(w.gate.get(), f_, d_, up_pd_.weights_desc(), &packed_.gate_scale, stream_);
-        packed_.up = pack(w.up.get(), f_, d_, up_pd_.weights_desc(), &packed_.up_scale, stream_);
-        packed_.down =
-            pack(w.down.get(), d_, f_, down_pd_.weights_desc(), &packed_.down_scale, stream_);
+        const bool grouped = dtype == swiglu::Dtype::q8_0 || dtype == swiglu::Dtype::q4_0;
+        std::unique_ptr<float[]> rounded;  // one matrix at a time
+        auto source = [&](const float* raw, std::int64_t out, std::int64_t in) {
+            if (!grouped) return raw;
+            rounded = ggml_rounded(raw, out, in, dtype);
+            return static_cast<const float*>(rounded.get());
+        };
+        packed_.gate = pack(source(w.gate.get(), f_, d_), f_, d_, up_pd_.weights_desc(),
+                            &packed_.gate_scale, stream_);
+        packed_.up = pack(source(w.up.get(), f_, d_), f_, d_, up_pd_.weights_desc(),
+                          &packed_.up_scale, stream_);
+        packed_.down = pack(source(w.down.get(), d_, f_), d_, f_, down_pd_.weights_desc(),
+                            &packed_.down_scale, stream_);
     }
 
     const std::size_t h = std::size_t(m_) * std::size_t(f_);
@@ -130,6 +166,8 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
     x_mem_ = dnnl::memory(up_pd_.src_desc(), eng, DNNL_MEMORY_NONE);
     y_mem_ = dnnl::memory(down_pd_.dst_desc(), eng, DNNL_MEMORY_NONE);
     switch (dtype) {
+        case swiglu::Dtype::q8_0:
+        case swiglu::Dtype::q4_0:
         case swiglu::Dtype::f32:
             gate_mem_ = dnnl::memory(up_pd_.dst_desc(), eng, gate_.data());
             up_mem_ = dnnl::memory(up_pd_.dst_desc(), eng, up_.data());
@@ -167,6 +205,8 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
 
 void Baseline::forward(const float* x, float* y) {
     switch (dtype_) {
+        case swiglu::Dtype::q8_0:
+        case swiglu::Dtype::q4_0:
         case swiglu::Dtype::f32: return forward_f32(x, y);
         case swiglu::Dtype::bf16: return forward_bf16(x, y);
         case swiglu::Dtype::int8: return forward_int8(x, y);

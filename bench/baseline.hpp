@@ -11,6 +11,9 @@
 //         (symmetric, scale = max|column| / 127); x and act quantized per
 //         token (row) per call, dequantization and SiLU(gate)*up in plain
 //         scalar loops.
+//   q8_0, q4_0: oneDNN 2.6 has no grouped low-bit matmul, so the f32 one on
+//         the weights rounded through GGUF's blocks (dequantized at load):
+//         what a oneDNN-only port could run, streaming 4 bytes per weight.
 // The scalar loops (SiLU*up, quantization, dequantization) run on the calling
 // thread only, as a first oneDNN port would have them.
 #pragma once

@@ -55,6 +55,10 @@ double tolerance(Dtype dtype) {
     switch (dtype) {
         case Dtype::bf16: return 2e-2;
         case Dtype::int8: return 6e-2;
+        // vs the f32 baseline on the same rounded weights: what quantising x
+        // and act per block of 32 costs (test_dtype: ~1e-2).
+        case Dtype::q8_0:
+        case Dtype::q4_0: return 4e-2;
         case Dtype::f32: break;
     }
     return 1e-4;
@@ -220,7 +224,7 @@ void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int
     st.counters["GFLOPs"] = s.flops(tokens) / ns;
     st.counters["GBs"] = s.weight_bytes(dtype) / ns;
     st.counters["roofline_pct"] = 100.0 * roofline_seconds(s, tokens, threads, dtype) * 1e9 / ns;
-    if (dtype == Dtype::int8)
+    if (dtype == Dtype::int8 || is_grouped(dtype))
         st.counters["pct_of_bf16_peak"] = pct_of_bf16_peak(s, tokens, threads, ns);
 }
 
@@ -262,7 +266,9 @@ void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t
         for (auto _ : st) base.forward(x, y);
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         benchmark::DoNotOptimize(y[0]);
-        set_counters(st, *s, tokens, threads, dtype, ns / double(st.iterations()));
+        // A grouped dtype's baseline streams f32 weights (baseline.hpp).
+        set_counters(st, *s, tokens, threads, is_grouped(dtype) ? Dtype::f32 : dtype,
+                     ns / double(st.iterations()));
     });
 }
 
@@ -430,7 +436,7 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                     const double t_ffn = time_call([&] { ffn->forward(x, y, m); });
                     const double roof = roofline_seconds(s, m, threads, dtype);
                     char bf16pk[16] = "-";
-                    if (dtype == Dtype::int8)
+                    if (dtype == Dtype::int8 || is_grouped(dtype))
                         std::snprintf(bf16pk, sizeof bf16pk, "%.1f",
                                       pct_of_bf16_peak(s, m, threads, t_ffn * 1e9));
                     char base_ms[32] = "-", speedup[32] = "-";
@@ -464,8 +470,9 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     std::printf(
         "\nroof%% = 100 * max(FLOPs/peak(dtype), weight bytes(dtype)/dram_read) / time, "
         "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate (>100: weights "
-        "served from cache)\nbf16pk%% = int8 GOP/s as %% of the bf16 peak; GB/s = weight "
-        "bytes of the dtype (4, 2, 1 per weight) / time; speedup = baseline time / ffn "
+        "served from cache; q8_0, q4_0: the bf16 peak)\nbf16pk%% = int8, q8_0, q4_0 GOP/s as %% "
+        "of the bf16 peak; GB/s = weight bytes of the dtype (4, 2, 1, 34/32, 18/32 per weight) "
+        "/ time; speedup = baseline time / ffn "
         "time\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
     // The host's bandwidth swings: the M=1 rows' roof% uses the probe made

@@ -2,6 +2,7 @@
 // underneath, the thread counts, the ffn/baseline benchmarks and --profile.
 #pragma once
 
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -17,7 +18,7 @@ namespace swiglu_bench {
 struct LibraryInfo {
     int threads_default = 1;
     std::string matmul, activation, error;
-    std::string dtype_matmul[3], dtype_error[3];
+    std::string dtype_matmul[std::size(swiglu::kDtypes)], dtype_error[std::size(swiglu::kDtypes)];
 };
 LibraryInfo library_info();
 

@@ -600,7 +600,11 @@ std::string fmt1(double v) {
 }  // namespace
 
 double MachineProbe::peak(int t, swiglu::Dtype dtype) const {
-    const std::map<int, double>& m = dtype == swiglu::Dtype::bf16   ? peak_bf16_gflops
+    // q8_0 and q4_0 are measured against the bf16 peak: what their weights
+    // would run at unpacked to bf16 (their int8 kernels are no vpdpbusd ones).
+    const bool bf16_peak = dtype == swiglu::Dtype::bf16 || dtype == swiglu::Dtype::q8_0 ||
+                           dtype == swiglu::Dtype::q4_0;
+    const std::map<int, double>& m = bf16_peak                      ? peak_bf16_gflops
                                      : dtype == swiglu::Dtype::int8 ? peak_int8_gops
                                                                     : peak_gflops;
     if (m.empty()) return 0;

@@ -5,7 +5,7 @@
 //   swiglu_bench --probe                                       only the machine probe
 //
 // --quick skips llama7b (541 MB of f32 weights) for CI smoke runs; --dtype
-// f32|bf16|int8|all (default all) picks the block dtypes.
+// f32|bf16|int8|q8_0|q4_0|all (default all) picks the block dtypes.
 // The machine probe (peak f32/bf16/int8 rates, DRAM bandwidth) runs first;
 // its values go into the benchmark context (console and JSON) and into the
 // roofline counters. After the benchmarks a summary pairs each ffn row with its
@@ -183,16 +183,16 @@ void print_help() {
         "  --profile   glass, cyber, llama7b at 1, 16 and 512 tokens on all cores, ffn and\n"
         "              oneDNN baseline, one table\n"
         "  --quick     skip llama7b (541 MB of f32 weights)\n"
-        "  --dtype D   block dtypes to run: f32, bf16, int8 or all (default all);\n"
+        "  --dtype D   block dtypes to run: f32, bf16, int8, q8_0, q4_0 or all (default all);\n"
         "              a comma-separated list works too, e.g. --dtype f32,int8\n"
         "  --probe     print the machine probe (peak f32 FMA, bf16 vdpbf16ps and int8\n"
         "              vpdpbusd rates, DRAM read bandwidth; 1, 2 and all threads) and exit\n"
         "\n"
         "Benchmarks: ffn/<shape>/<dtype>/M:<tokens>/T:<threads> and baseline/..., shapes\n"
-        "glass, cyber, llama7b; dtypes f32, bf16, int8; tokens 1, 16, 64, 128, 512;\n"
+        "glass, cyber, llama7b; dtypes f32, bf16, int8, q8_0, q4_0; tokens 1, 16, 64, 128, 512;\n"
         "threads 1, 2 (and all, if more). Counters: ns_per_call, GFLOPs, GBs (weight\n"
-        "bytes of the dtype: 4, 2, 1 per weight), roofline_pct (vs the dtype's peak\n"
-        "and DRAM), pct_of_bf16_peak (int8 rows).\n"
+        "bytes of the dtype: 4, 2, 1, 34/32, 18/32 per weight), roofline_pct (vs the dtype's peak\n"
+        "and DRAM; q8_0, q4_0: the bf16 peak), pct_of_bf16_peak (int8, q8_0, q4_0 rows).\n"
         "Select rows with --benchmark_filter=, e.g. 'glass/bf16/' or 'llama7b/.*/M:1/'.\n"
         "\n"
         "Google Benchmark flags:\n");
@@ -241,16 +241,18 @@ int main(int argc, char** argv) {
             (std::strcmp(argv[i], "--dtype") == 0 || std::strncmp(argv[i], "--dtype=", 8) == 0)) {
             const bool separate = argv[i][7] == '\0';
             if (separate && i + 1 >= argc) {
-                std::fprintf(stderr,
-                             "swiglu_bench: --dtype needs a value: f32, bf16, int8 or all\n");
+                std::fprintf(
+                    stderr,
+                    "swiglu_bench: --dtype needs a value: f32, bf16, int8, q8_0, q4_0 or all\n");
                 return 1;
             }
             const std::string value = separate ? argv[++i] : argv[i] + 8;
             if (!parse_dtypes(value, dtypes)) {
-                std::fprintf(stderr,
-                             "swiglu_bench: --dtype %s: expected f32, bf16, int8, all or a "
-                             "comma-separated list of them\n",
-                             value.c_str());
+                std::fprintf(
+                    stderr,
+                    "swiglu_bench: --dtype %s: expected f32, bf16, int8, q8_0, q4_0, all or a "
+                    "comma-separated list of them\n",
+                    value.c_str());
                 return 1;
             }
         } else if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {

@@ -58,7 +58,7 @@ struct Args {
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "swiglu_peak_rss: %s\nusage: swiglu_peak_rss [--d D] [--f F] [--tokens N,N,...] "
-                 "[--threads N] [--dtype f32|bf16|int8]\n",
+                 "[--threads N] [--dtype f32|bf16|int8|q8_0|q4_0]\n",
                  why);
     std::exit(2);
 }
@@ -80,14 +80,10 @@ Args parse(int argc, char** argv) {
             std::stringstream ss(value);
             for (std::string t; std::getline(ss, t, ',');) a.tokens.push_back(std::stoll(t));
         } else if (opt == "--dtype") {
-            if (value == "f32")
-                a.dtype = swiglu::Dtype::f32;
-            else if (value == "bf16")
-                a.dtype = swiglu::Dtype::bf16;
-            else if (value == "int8")
-                a.dtype = swiglu::Dtype::int8;
-            else
-                usage(("unknown dtype " + value).c_str());
+            bool known = false;
+            for (swiglu::Dtype t : swiglu::kDtypes)
+                if (value == swiglu::dtype_name(t)) a.dtype = t, known = true;
+            if (!known) usage(("unknown dtype " + value).c_str());
         } else {
             usage(("unknown option " + opt).c_str());
         }

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <iterator>
 #include <vector>
 
 #include "swiglu/swiglu.hpp"
@@ -11,14 +12,23 @@
 namespace swiglu_bench {
 
 // Bytes of one packed weight: 4 (f32), 2 (bf16), 1 (int8; the per-channel
-// scales are negligible).
+// scales are negligible), 34 / 32 (q8_0) and 18 / 32 (q4_0): GGUF's blocks
+// of 32 with their f16 scale.
 inline double bytes_per_weight(swiglu::Dtype dtype) {
     switch (dtype) {
         case swiglu::Dtype::bf16: return 2.0;
         case swiglu::Dtype::int8: return 1.0;
+        case swiglu::Dtype::q8_0: return 34.0 / 32.0;
+        case swiglu::Dtype::q4_0: return 18.0 / 32.0;
         case swiglu::Dtype::f32: break;
     }
     return 4.0;
+}
+
+// GGUF's grouped formats: their baseline is the f32 one on their rounded
+// weights (baseline.hpp), their compute peak the bf16 one.
+inline bool is_grouped(swiglu::Dtype dtype) {
+    return dtype == swiglu::Dtype::q8_0 || dtype == swiglu::Dtype::q4_0;
 }
 
 struct Shape {
@@ -45,8 +55,8 @@ inline const std::vector<Shape>& all_shapes() {
 }
 
 inline const std::vector<swiglu::Dtype>& all_dtypes() {
-    static const std::vector<swiglu::Dtype> dtypes = {swiglu::Dtype::f32, swiglu::Dtype::bf16,
-                                                      swiglu::Dtype::int8};
+    static const std::vector<swiglu::Dtype> dtypes(std::begin(swiglu::kDtypes),
+                                                   std::end(swiglu::kDtypes));
     return dtypes;
 }
 

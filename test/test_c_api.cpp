@@ -167,7 +167,10 @@ TEST_CASE("bf16 and int8 through the C API give the C++ API's numbers") {
                         dn = c_weight(b.down_view());
     const auto x = swiglu::test::random_input(3, 13, 2);
     const std::pair<swiglu_dtype, swiglu::Dtype> dtypes[] = {
-        {SWIGLU_DTYPE_BF16, swiglu::Dtype::bf16}, {SWIGLU_DTYPE_INT8, swiglu::Dtype::int8}};
+        {SWIGLU_DTYPE_BF16, swiglu::Dtype::bf16},
+        {SWIGLU_DTYPE_INT8, swiglu::Dtype::int8},
+        {SWIGLU_DTYPE_Q8_0, swiglu::Dtype::q8_0},
+        {SWIGLU_DTYPE_Q4_0, swiglu::Dtype::q4_0}};
     for (const auto& [c_dtype, dtype] : dtypes) {
         const swiglu_options options = {1, c_dtype};
         swiglu_ffn* ffn = nullptr;

@@ -77,11 +77,21 @@ struct WeightView {
 //         (symmetric), activations to s8 per token at run time (x, and act
 //         between the phases), s32 accumulation, f32 out. A quarter of the
 //         bytes of f32; relative error ~1e-2 of max|y| (see README).
-enum class Dtype { f32, bf16, int8 };
+//   q8_0: GGUF's Q8_0, as llama.cpp stores and quantises it: blocks of 32
+//         weights along the input dimension, 32 s8 and one f16 scale each
+//         (8.5 bits per weight). Few-token calls quantise x and act per block
+//         of 32 (s8, f32 scale) and run our own kernels; tall ones unpack
+//         weight tiles to f32 for oneDNN. See README for the error of each.
+//   q4_0: GGUF's Q4_0: blocks of 32 4-bit q, value (q - 8) * scale (4.5 bits
+//         per weight); run as q8_0.
+// An input width d or f that is not a multiple of 32 ends each row's last
+// block in zeros (never another format).
+enum class Dtype { f32, bf16, int8, q8_0, q4_0 };
 // Every Dtype, in that order: what tests, benchmarks and the CLI iterate.
-inline constexpr Dtype kDtypes[] = {Dtype::f32, Dtype::bf16, Dtype::int8};
+inline constexpr Dtype kDtypes[] = {Dtype::f32, Dtype::bf16, Dtype::int8, Dtype::q8_0, Dtype::q4_0};
 
-SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;  // "f32", "bf16", "int8"
+// "f32", "bf16", "int8", "q8_0", "q4_0"
+SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;
 
 struct Options {
     // Threads that forward() may use, the calling thread included.

@@ -78,13 +78,17 @@ swiglu::Options options_of(const swiglu_options* options) {
     int dtype = 0;
     static_assert(sizeof(dtype) == sizeof(options->dtype), "swiglu_dtype is int-sized");
     std::memcpy(&dtype, &options->dtype, sizeof(dtype));
-    if (dtype < SWIGLU_DTYPE_F32 || dtype > SWIGLU_DTYPE_INT8)
-        invalid("options->dtype must be SWIGLU_DTYPE_F32, _BF16 or _INT8 (got " +
+    if (dtype < SWIGLU_DTYPE_F32 || dtype > SWIGLU_DTYPE_Q4_0)
+        invalid("options->dtype must be SWIGLU_DTYPE_F32, _BF16, _INT8, _Q8_0 or _Q4_0 (got " +
                 std::to_string(dtype) + ")");
     out.threads = options->threads;
-    out.dtype = dtype == SWIGLU_DTYPE_BF16   ? swiglu::Dtype::bf16
-                : dtype == SWIGLU_DTYPE_INT8 ? swiglu::Dtype::int8
-                                             : swiglu::Dtype::f32;
+    switch (dtype) {
+        case SWIGLU_DTYPE_BF16: out.dtype = swiglu::Dtype::bf16; break;
+        case SWIGLU_DTYPE_INT8: out.dtype = swiglu::Dtype::int8; break;
+        case SWIGLU_DTYPE_Q8_0: out.dtype = swiglu::Dtype::q8_0; break;
+        case SWIGLU_DTYPE_Q4_0: out.dtype = swiglu::Dtype::q4_0; break;
+        default: out.dtype = swiglu::Dtype::f32; break;
+    }
     return out;
 }
 

@@ -84,11 +84,12 @@ void add_dtype_option(CLI::App& command, Dtype& dtype) {
     command
         .add_option("--dtype", dtype,
                     "precision of the weights and matmuls: f32 (exact), bf16 (half the bytes, "
-                    "bf16-rounded inputs) or int8 (a quarter, per-channel/per-token scales); "
+                    "bf16-rounded inputs), int8 (a quarter, per-channel/per-token scales), "
+                    "q8_0 or q4_0 (GGUF's blocks of 32: 8.5 or 4.5 bits per weight); "
                     "x and y stay float32")
         ->transform(CLI::CheckedTransformer(names, CLI::ignore_case).description(""))
         ->default_str("f32")
-        ->type_name("f32|bf16|int8");
+        ->type_name("f32|bf16|int8|q8_0|q4_0");
 }
 
 }  // namespace swiglu::cli

@@ -26,7 +26,7 @@ LoadedWeights load_checkpoint(const WeightsArgs& args);
 // Adds --threads N (>= 0, 0 = every core this process may use).
 void add_threads_option(CLI::App& command, int& threads);
 
-// Adds --dtype f32|bf16|int8: the precision of the packed weights and matmuls.
+// Adds --dtype f32|bf16|int8|q8_0|q4_0: the precision of the packed weights and matmuls.
 void add_dtype_option(CLI::App& command, Dtype& dtype);
 
 }  // namespace swiglu::cli

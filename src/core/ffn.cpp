@@ -30,6 +30,8 @@ const char* dtype_name(Dtype dtype) noexcept {
         case Dtype::f32: return "f32";
         case Dtype::bf16: return "bf16";
         case Dtype::int8: return "int8";
+        case Dtype::q8_0: return "q8_0";
+        case Dtype::q4_0: return "q4_0";
     }
     return "unknown";
 }
@@ -91,7 +93,7 @@ void check_weights(const WeightView& gate, const WeightView& up, const WeightVie
 void check_dtype(Dtype dtype) {
     for (Dtype known : kDtypes)
         if (dtype == known) return;
-    invalid("Ffn: options.dtype must be Dtype::f32, bf16 or int8 (got " +
+    invalid("Ffn: options.dtype must be Dtype::f32, bf16, int8, q8_0 or q4_0 (got " +
             std::to_string(static_cast<int>(dtype)) + ")");
 }
 

@@ -42,6 +42,11 @@ struct Chunk {
         const std::int64_t j = task / row_tiles;
         const RowTile& t = tiles[task % row_tiles];
         WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
+        if (mode.own_kernels()) {
+            mode.matmul_tile(id, phase.tile_data[static_cast<std::size_t>(j)], phase.k,
+                             phase.outputs(j), t, ws, w.tile.data());
+            return {t, phase.columns.begin(j), phase.columns.size(j), w.tile.data()};
+        }
         const void* src =
             id == PhaseId::gate_up ? mode.gate_up_src(x, t, ws) : mode.down_src(t, ws);
         execute(phase.kernel(j, t.bucket), w.binding(id, phase.columns.is_tail(j), t.bucket),

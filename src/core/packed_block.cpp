@@ -1,5 +1,6 @@
 #include "core/packed_block.hpp"
 
+#include <cmath>
 #include <set>
 #include <vector>
 
@@ -63,9 +64,17 @@ void make_phase_kernels(Phase& phase, int min_bucket, const MatmulTypes& types, 
     }
 }
 
+// How a tile is packed: oneDNN's layout of the 64-row kernel, or the mode's own.
+dnnl::memory::desc tile_desc(const Phase& phase, std::int64_t tile, const Precision& mode) {
+    if (!mode.own_kernels()) return phase.kernel(tile, kRowBuckets - 1).weights;
+    const auto bytes =
+        static_cast<dnnl::memory::dim>(mode.own_tile_bytes(phase.k, phase.outputs(tile)));
+    return dnnl::memory::desc({bytes}, dt::u8, dnnl::memory::format_tag::a);
+}
+
 // A packed tile's size, rounded up to a cache line.
-std::size_t tile_bytes(const Phase& phase, std::int64_t tile) {
-    return (phase.kernel(tile, kRowBuckets - 1).weights.get_size() + 63) / 64 * 64;
+std::size_t tile_bytes(const Phase& phase, std::int64_t tile, const Precision& mode) {
+    return (tile_desc(phase, tile, mode).get_size() + 63) / 64 * 64;
 }
 
 }  // namespace
@@ -78,6 +87,10 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const
         const bool last = i + 1 == candidates.size();
         Precision& mode = *candidates[i];
         plan_tiles(mode);
+        if (mode.own_kernels()) {  // nothing for oneDNN to make or judge
+            precision = std::move(candidates[i]);
+            break;
+        }
         try {
             make_kernels(mode);
         } catch (const Error& e) {
@@ -104,23 +117,27 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const
 
 void PackedBlock::plan_tiles(const Precision& mode) {
     // Tile sizes: gate|up tiles read 2 weights of d per column, down tiles f.
-    const std::int64_t bytes = mode.bytes_per_weight();
+    auto bytes = [&](double weights) {
+        return static_cast<std::int64_t>(std::ceil(weights * mode.bytes_per_weight()));
+    };
     gate_up.k = d;
     gate_up.outputs_per_column = 2;
-    gate_up.columns = plan_columns(f, 2 * d * bytes);
+    gate_up.columns = plan_columns(f, bytes(2.0 * double(d)));
     down.k = f;
-    down.columns = plan_columns(d, f * bytes);
-    min_bucket = min_row_bucket(3 * d * f * bytes, mode.streams_with_one_row());
+    down.columns = plan_columns(d, bytes(double(f)));
+    min_bucket = min_row_bucket(bytes(3.0 * double(d) * double(f)), mode.streams_with_one_row());
 }
 
 void PackedBlock::make_kernels(const Precision& mode) {
-    const bool streamed = weights_stream_from_dram(3 * d * f * mode.bytes_per_weight());
+    const bool streamed = weights_stream_from_dram(
+        static_cast<std::int64_t>(3.0 * double(d) * double(f) * mode.bytes_per_weight()));
     for (Phase* p : {&gate_up, &down})
         make_phase_kernels(*p, min_bucket, mode.matmul_types(), streamed);
 }
 
 std::vector<const MatmulKernel*> PackedBlock::all_kernels() const {
-    std::vector<const MatmulKernel*> all{&gate_up.top()};
+    std::vector<const MatmulKernel*> all;  // none for a mode with kernels of its own
+    if (gate_up.top()) all.push_back(&gate_up.top());
     for (const Phase* p : {&gate_up, &down})
         for (const auto& row : p->kernels)
             for (const MatmulKernel& k : row)
@@ -134,7 +151,7 @@ std::vector<const MatmulKernel*> PackedBlock::all_kernels() const {
 void PackedBlock::pack(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w) {
     std::size_t total = 0;
     for (const Phase* p : {&gate_up, &down})
-        for (std::int64_t j = 0; j < p->columns.count; ++j) total += tile_bytes(*p, j);
+        for (std::int64_t j = 0; j < p->columns.count; ++j) total += tile_bytes(*p, j, *precision);
     arena = WeightArena(total);
     std::size_t offset = 0;
     std::vector<float> plain;
@@ -145,10 +162,10 @@ void PackedBlock::pack(const WeightView& gate_w, const WeightView& up_w, const W
             dnnl::memory(whole.submemory_desc(s.md.dims(), {0, col0}), cpu_engine(), plain.data()));
     };
     auto pack_tile = [&](PhaseId id, Phase& p, std::int64_t j) {
-        const std::int64_t n = p.columns.size(j) * p.outputs_per_column;
-        p.tiles.emplace_back(p.kernel(j, kRowBuckets - 1).weights, cpu_engine(),
-                             arena.data() + offset);
-        offset += tile_bytes(p, j);
+        const std::int64_t n = p.outputs(j);
+        p.tiles.emplace_back(tile_desc(p, j, *precision), cpu_engine(), arena.data() + offset);
+        p.tile_data.push_back(arena.data() + offset);
+        offset += tile_bytes(p, j, *precision);
         precision->pack_tile(id, plain.data(), p.k, n, p.outputs_per_column * p.columns.begin(j),
                              p.tiles.back());
     };

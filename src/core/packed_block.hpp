@@ -24,10 +24,15 @@ struct Phase {
     ColumnTiling columns;                  // tiles of the phase's output columns
     std::int64_t outputs_per_column = 1;   // 2 for gate|up: a tile holds both
     std::vector<dnnl::memory> tiles;       // packed weights, one per column tile (in the arena)
+    std::vector<const void*> tile_data;    // their bytes, for a mode's own kernels
     MatmulKernel kernels[2][kRowBuckets];  // [last tile is narrower][row bucket]
 
     const MatmulKernel& kernel(std::int64_t tile, int bucket) const {
         return kernels[columns.is_tail(tile) ? 1 : 0][bucket];
+    }
+    // Output columns of a tile: both halves for gate|up.
+    std::int64_t outputs(std::int64_t tile) const {
+        return columns.size(tile) * outputs_per_column;
     }
     // The kernel that picked the packed layout: 64 rows, full-width tile.
     const MatmulKernel& top() const { return kernels[0][kRowBuckets - 1]; }

@@ -16,6 +16,13 @@ void Precision::pack_tile(PhaseId, float* plain, std::int64_t k, std::int64_t n,
     reorder(plain, dnnl::memory::desc({k, n}, dnnl::memory::data_type::f32, {n, 1}), to);
 }
 
+std::size_t Precision::own_tile_bytes(std::int64_t, std::int64_t) const { return 0; }
+
+void Precision::matmul_tile(PhaseId, const void*, std::int64_t, std::int64_t, const RowTile&,
+                            const Workspace&, float*) const {
+    throw Error(Status::internal, "matmul_tile: this precision mode runs oneDNN's kernels");
+}
+
 void Precision::gate_up_to_f32(float*, std::int64_t, std::int64_t, std::int64_t,
                                const Workspace&) const {}
 
@@ -58,6 +65,8 @@ std::vector<std::unique_ptr<Precision>> precision_candidates(Dtype dtype, std::i
             modes.push_back(make_bf16_emulated_precision(d, f));
             break;
         case Dtype::int8: modes.push_back(make_int8_precision(d, f)); break;
+        case Dtype::q8_0:
+        case Dtype::q4_0: modes.push_back(make_grouped_precision(dtype, d, f)); break;
     }
     return modes;
 }

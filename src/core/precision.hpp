@@ -13,6 +13,8 @@
 //                  oneDNN has no fast bf16 kernel (precision_bf16_emulated.cpp)
 //   int8           s8 weights with per-channel scales, x and act quantised per token,
 //                  act either in the gate|up task or in a step of its own (precision_int8.cpp)
+//   q8_0, q4_0     GGUF's grouped formats on kernels of our own (kernels/grouped_gemm.hpp),
+//                  x and act quantised per block of 32 (precision_grouped.cpp)
 #pragma once
 
 #include <cstddef>
@@ -55,9 +57,9 @@ public:
     // ---- construction ----------------------------------------------------
     // The data types of the matmuls this mode runs.
     virtual MatmulTypes matmul_types() const = 0;
-    // Bytes of one packed weight: sizes the tiles and tells whether the
-    // weights stream from DRAM.
-    virtual std::int64_t bytes_per_weight() const = 0;
+    // Bytes of one packed weight (Q4_0: 18 / 32): sizes the tiles and tells
+    // whether the weights stream from DRAM.
+    virtual double bytes_per_weight() const = 0;
     // Whether its kernels stream weights from DRAM as fast with one row as
     // with four (tiling.hpp, min_row_bucket).
     virtual bool streams_with_one_row() const { return false; }
@@ -76,6 +78,18 @@ public:
                            std::int64_t first_output, const dnnl::memory& to);
     // Appended to the oneDNN implementation names (Implementation::matmul).
     virtual std::string note() const { return {}; }
+
+    // ---- a mode with kernels of its own (the grouped formats) -----------
+    // It runs every tile's matmul itself (matmul_tile) on tiles in its own
+    // layout, own_tile_bytes(k, n) each (pack_tile gets them as a u8
+    // dnnl::memory); oneDNN makes no kernels for it, and forward() calls
+    // neither gate_up_src nor down_src.
+    virtual bool own_kernels() const { return false; }
+    virtual std::size_t own_tile_bytes(std::int64_t k, std::int64_t n) const;
+    // `result` = the row tile's inputs (its full height) @ the packed (k x n)
+    // `tile` of `phase`, row-major (row stride n), as oneDNN's kernels write it.
+    virtual void matmul_tile(PhaseId phase, const void* tile, std::int64_t k, std::int64_t n,
+                             const RowTile& rows, const Workspace& ws, float* result) const;
 
     // ---- forward() -------------------------------------------------------
     virtual ScratchSizes scratch() const = 0;
@@ -138,5 +152,6 @@ std::unique_ptr<Precision> make_f32_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_bf16_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_bf16_emulated_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_int8_precision(std::int64_t d, std::int64_t f);
+std::unique_ptr<Precision> make_grouped_precision(Dtype dtype, std::int64_t d, std::int64_t f);
 
 }  // namespace swiglu::detail

@@ -19,7 +19,7 @@ public:
         using dt = dnnl::memory::data_type;
         return {dt::bf16, dt::bf16, dt::f32};
     }
-    std::int64_t bytes_per_weight() const override { return 2; }
+    double bytes_per_weight() const override { return 2; }
     // oneDNN 2.6 has bf16 matmuls only with AVX-512; elsewhere at best a
     // reference kernel, slower than f32: then the emulated mode serves.
     bool accepts(const std::vector<const MatmulKernel*>& kernels) const override {

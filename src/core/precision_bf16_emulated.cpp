@@ -16,7 +16,7 @@ public:
     Bf16Emulated(std::int64_t d, std::int64_t f) : Precision(Dtype::bf16, d, f) {}
 
     MatmulTypes matmul_types() const override { return {}; }
-    std::int64_t bytes_per_weight() const override { return 2; }  // tiles as bf16 would
+    double bytes_per_weight() const override { return 2; }  // tiles as bf16 would
 
     void pack_tile(PhaseId phase, float* plain, std::int64_t k, std::int64_t n,
                    std::int64_t first_output, const dnnl::memory& to) override {

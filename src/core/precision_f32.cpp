@@ -13,7 +13,7 @@ public:
     F32(std::int64_t d, std::int64_t f) : Precision(Dtype::f32, d, f) {}
 
     MatmulTypes matmul_types() const override { return {}; }
-    std::int64_t bytes_per_weight() const override { return 4; }
+    double bytes_per_weight() const override { return 4; }
 
     ScratchSizes scratch() const override {
         // x is read in place; only a padded last tile needs a zero-padded copy.

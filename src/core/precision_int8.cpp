@@ -24,7 +24,7 @@ public:
         using dt = dnnl::memory::data_type;
         return {dt::s8, dt::s8, dt::s32};
     }
-    std::int64_t bytes_per_weight() const override { return 1; }
+    double bytes_per_weight() const override { return 1; }
     bool streams_with_one_row() const override { return true; }
 
     // Without AVX512-VNNI oneDNN 2.6 picks gemm:jit for s8 x s8, whose

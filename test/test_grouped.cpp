@@ -122,7 +122,7 @@ TEST_CASE("the scalar kernels match fp64 dot products over the GGUF blocks") {
             const auto nb = std::int64_t(ggml_blocks(std::size_t(c.k)));
             const auto x = quantised_rows(c.rows, c.k, unsigned(c.n));
             std::vector<float> y(std::size_t(c.rows * c.n));
-            scalar[format](t.packed.data(), c.k, c.n, x.data(), nb, c.rows, y.data(), c.n);
+            scalar[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, y.data(), c.n);
             for (std::int64_t r = 0; r < c.rows; ++r)
                 for (std::int64_t j = 0; j < c.n; ++j) {
                     double want = 0, magnitude = 0;
@@ -141,7 +141,7 @@ TEST_CASE("every ISA's kernels give the scalar reference's bits") {
     const GroupedKernels scalar = grouped_kernels(Isa::scalar);
     for (Isa isa : kIsas) {
         const GroupedKernels k = grouped_kernels(isa);
-        if (isa == Isa::scalar || !k.q8_0 || !isa_available(isa)) continue;
+        if (isa == Isa::scalar || !k.q8_0.gemm || !isa_available(isa)) continue;
         for (GroupedFormat format : kFormats)
             for (const Case& c : kCases) {
                 CAPTURE(isa_name(isa));
@@ -155,23 +155,58 @@ TEST_CASE("every ISA's kernels give the scalar reference's bits") {
                 // ldy > n: the kernels write n columns per row, nothing past them.
                 const std::int64_t ldy = c.n + 3;
                 std::vector<float> want(std::size_t(c.rows * ldy), -7.0f), got = want;
-                scalar[format](t.packed.data(), c.k, c.n, x.data(), nb, c.rows, want.data(), ldy);
-                k[format](t.packed.data(), c.k, c.n, x.data(), nb, c.rows, got.data(), ldy);
+                scalar[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, want.data(), ldy);
+                k[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, got.data(), ldy);
                 CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
                 for (std::int64_t r = 0; r < c.rows; ++r)
                     for (std::int64_t j = c.n; j < ldy; ++j) CHECK(got[r * ldy + j] == -7.0f);
             }
     }
     // The one this CPU runs is one of them.
-    const bool same = grouped_kernels().q4_0 == grouped_kernels(grouped_kernels_isa()).q4_0;
+    const bool same =
+        grouped_kernels().q4_0.gemm == grouped_kernels(grouped_kernels_isa()).q4_0.gemm;
     CHECK(same);
+}
+
+TEST_CASE("unpacking a tile gives the GGUF blocks' values, on every ISA") {
+    for (Isa isa : kIsas) {
+        const GroupedKernels k = grouped_kernels(isa);
+        if (!k.q8_0.unpack || !isa_available(isa)) continue;
+        for (GroupedFormat format : kFormats)
+            for (const Case& c : kCases) {
+                CAPTURE(isa_name(isa));
+                CAPTURE(name(format));
+                CAPTURE(c.k);
+                CAPTURE(c.n);
+                const Tile t(format, c.k, c.n, unsigned(c.k + c.n));
+                const std::int64_t ldo = c.n + 2;
+                // Every block row, one after another: padding columns and
+                // rows past k stay untouched.
+                std::vector<float> out(std::size_t(c.k * ldo + 32 * ldo), -3.0f);
+                for (std::int64_t b = 0; b * 32 < c.k; ++b)
+                    k[format].unpack(t.packed.data(), c.k, c.n, b, out.data() + b * 32 * ldo, ldo);
+                bool exact = true, untouched = true;
+                for (std::int64_t i = 0; i < c.k; ++i)
+                    for (std::int64_t j = 0; j < ldo; ++j) {
+                        const float v = out[std::size_t(i * ldo + j)];
+                        if (j < c.n)
+                            exact = exact && double(v) == t.exact[std::size_t(i * c.n + j)];
+                        else
+                            untouched = untouched && v == -3.0f;
+                    }
+                for (std::size_t i = std::size_t(c.k * ldo); i < out.size(); ++i)
+                    untouched = untouched && out[i] == -3.0f;
+                CHECK(exact);
+                CHECK(untouched);
+            }
+    }
 }
 
 TEST_CASE("a NaN weight block gives NaN in its column only") {
     for (GroupedFormat format : kFormats)
         for (Isa isa : kIsas) {
             const GroupedKernels k = grouped_kernels(isa);
-            if (!k.q8_0 || !isa_available(isa)) continue;
+            if (!k.q8_0.gemm || !isa_available(isa)) continue;
             CAPTURE(isa_name(isa));
             CAPTURE(name(format));
             Tile t(format, 40, 10, 3);
@@ -179,7 +214,7 @@ TEST_CASE("a NaN weight block gives NaN in its column only") {
             pack_grouped_tile(format, t.plain.data(), 40, 10, t.packed.data());
             const auto x = quantised_rows(2, 40, 9);
             std::vector<float> y(20);
-            k[format](t.packed.data(), 40, 10, x.data(), 2, 2, y.data(), 10);
+            k[format].gemm(t.packed.data(), 40, 10, x.data(), 2, 2, y.data(), 10);
             for (int r = 0; r < 2; ++r)
                 for (int j = 0; j < 10; ++j) CHECK(std::isnan(y[r * 10 + j]) == (j == 4));
         }

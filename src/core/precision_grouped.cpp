@@ -22,7 +22,7 @@ public:
     Grouped(Dtype dtype, std::int64_t d, std::int64_t f)
         : Precision(dtype, d, f),
           format_(dtype == Dtype::q8_0 ? GroupedFormat::q8_0 : GroupedFormat::q4_0),
-          gemm_(grouped_kernels()[format_]),
+          gemm_(grouped_kernels()[format_].gemm),
           x_blocks_(static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(d)))),
           act_blocks_(static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(f)))) {}
 

@@ -19,17 +19,30 @@
 
 namespace swiglu::detail {
 
+// The kernels of one format:
 // y (rows x n, row stride ldy) = x @ tile for a (k x n) tile; x holds `rows`
 // rows of ggml_blocks(k) ActBlocks, row r at x + r * x_stride.
 using GroupedGemm = void (*)(const std::uint8_t* tile, std::int64_t k, std::int64_t n,
                              const ActBlock* x, std::int64_t x_stride, std::int64_t rows, float* y,
                              std::int64_t ldy) noexcept;
 
-struct GroupedKernels {
-    GroupedGemm q8_0;
-    GroupedGemm q4_0;
+// The values of one block row of a (k x n) tile: inputs [32 b, min(k, 32 b
+// + 32)) of every column, input 32 b + i to out + i * ldo (n floats each),
+// exactly q * d (Q4_0: (q - 8) * d): both factors and their product are
+// exact in f32. For the prefill path, which hands unpacked tiles to oneDNN.
+using GroupedUnpack = void (*)(const std::uint8_t* tile, std::int64_t k, std::int64_t n,
+                               std::int64_t b, float* out, std::int64_t ldo) noexcept;
 
-    GroupedGemm operator[](GroupedFormat format) const {
+struct GroupedFormatKernels {
+    GroupedGemm gemm;
+    GroupedUnpack unpack;
+};
+
+struct GroupedKernels {
+    GroupedFormatKernels q8_0;
+    GroupedFormatKernels q4_0;
+
+    const GroupedFormatKernels& operator[](GroupedFormat format) const {
         return format == GroupedFormat::q8_0 ? q8_0 : q4_0;
     }
 };

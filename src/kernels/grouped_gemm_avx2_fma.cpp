@@ -5,6 +5,7 @@
 // load. Bits as the scalar reference (grouped_gemm.hpp).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/grouped_gemm.hpp"
@@ -170,8 +171,66 @@ struct Q4Rows {
     }
 };
 
+// Unpacking: a vector of quants in the record layout (byte 4 j + t = column
+// j, input t of 4) is transposed to 4 rows of 8 columns (vpshufb gathers
+// each input's byte of 4 columns per 128-bit lane, vpermd joins the lanes),
+// widened to s32, converted and scaled: 4 rows of out, from row `row`.
+inline void store_rows(__m256i q, __m256 scales, std::int64_t row, std::int64_t rows, float* out,
+                       std::int64_t ldo, std::int64_t columns) {
+    const __m256i by_input = _mm256_shuffle_epi8(
+        q, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1,
+                            5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+    const __m256i joined =
+        _mm256_permutevar8x32_epi32(by_input, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
+    const __m128i halves[2] = {_mm256_castsi256_si128(joined),
+                               _mm256_extracti128_si256(joined, 1)};
+    for (int t = 0; t < 4 && row + t < rows; ++t) {
+        const __m128i bytes = t % 2 ? _mm_srli_si128(halves[t / 2], 8) : halves[t / 2];
+        const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scales);
+        float* dst = out + (row + t) * ldo;
+        if (columns >= kGroupColumns) {
+            _mm256_storeu_ps(dst, v);
+        } else {
+            alignas(32) float lanes[kGroupColumns];
+            _mm256_store_ps(lanes, v);
+            std::memcpy(dst, lanes, static_cast<std::size_t>(columns) * sizeof(float));
+        }
+    }
+}
+
+template <GroupedFormat kFormat>
+void unpack(const std::uint8_t* tile, std::int64_t k, std::int64_t n, std::int64_t b, float* out,
+            std::int64_t ldo) noexcept {
+    constexpr std::size_t kRecord = record_bytes(kFormat);
+    const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
+    const std::int64_t rows = std::min<std::int64_t>(kGgmlBlock, k - b * kGgmlBlock);
+    for (std::int64_t g = 0; g * kGroupColumns < n; ++g) {
+        const std::uint8_t* record = tile + (g * nb + b) * static_cast<std::int64_t>(kRecord);
+        const __m256 scales = _mm256_cvtph_ps(_mm_loadu_si128(
+            reinterpret_cast<const __m128i*>(record + record_quant_bytes(kFormat))));
+        float* dst = out + g * kGroupColumns;
+        const std::int64_t columns = n - g * kGroupColumns;
+        if (kFormat == GroupedFormat::q8_0) {
+            for (int s = 0; s < 8; ++s)
+                store_rows(load(record + 32 * s), scales, 4 * s, rows, dst, ldo, columns);
+        } else {
+            const __m256i nibble = _mm256_set1_epi8(0x0F), eight = _mm256_set1_epi8(8);
+            for (int p = 0; p < 4; ++p) {
+                const __m256i packed = load(record + 32 * p);
+                const __m256i lo = _mm256_and_si256(packed, nibble);
+                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
+                store_rows(_mm256_sub_epi8(lo, eight), scales, 8 * p, rows, dst, ldo, columns);
+                store_rows(_mm256_sub_epi8(hi, eight), scales, 8 * p + 4, rows, dst, ldo, columns);
+            }
+        }
+    }
+}
+
 }  // namespace
 
-GroupedKernels grouped_kernels_avx2_fma() noexcept { return {&gemm<Q8Rows>, &gemm<Q4Rows>}; }
+GroupedKernels grouped_kernels_avx2_fma() noexcept {
+    return {{&gemm<Q8Rows>, &unpack<GroupedFormat::q8_0>},
+            {&gemm<Q4Rows>, &unpack<GroupedFormat::q4_0>}};
+}
 
 }  // namespace swiglu::detail

@@ -1,5 +1,6 @@
 // The grouped kernels' reference: plain loops over the layout, the
 // numerics of grouped_gemm.hpp spelled out one product at a time.
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
@@ -46,10 +47,26 @@ void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlo
         }
 }
 
+template <GroupedFormat kFormat>
+void unpack(const std::uint8_t* tile, std::int64_t k, std::int64_t n, std::int64_t b, float* out,
+            std::int64_t ldo) noexcept {
+    const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
+    const std::int64_t rows = std::min<std::int64_t>(kGgmlBlock, k - b * kGgmlBlock);
+    for (std::int64_t c = 0; c < n; ++c) {
+        const std::uint8_t* record = tile + ((c / kGroupColumns) * nb + b) *
+                                                static_cast<std::int64_t>(record_bytes(kFormat));
+        const float d = scale_of(kFormat, record, c % kGroupColumns);
+        for (std::int64_t i = 0; i < rows; ++i)
+            out[i * ldo + c] =
+                static_cast<float>(quant(kFormat, record, c % kGroupColumns, std::size_t(i))) * d;
+    }
+}
+
 }  // namespace
 
 GroupedKernels grouped_kernels_scalar() noexcept {
-    return {&gemm<GroupedFormat::q8_0>, &gemm<GroupedFormat::q4_0>};
+    return {{&gemm<GroupedFormat::q8_0>, &unpack<GroupedFormat::q8_0>},
+            {&gemm<GroupedFormat::q4_0>, &unpack<GroupedFormat::q4_0>}};
 }
 
 }  // namespace swiglu::detail

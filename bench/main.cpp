@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/precision.hpp"
 #include "ffn_bench.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
@@ -185,6 +186,8 @@ void print_help() {
         "  --quick     skip llama7b (541 MB of f32 weights)\n"
         "  --dtype D   block dtypes to run: f32, bf16, int8, q8_0, q4_0 or all (default all);\n"
         "              a comma-separated list works too, e.g. --dtype f32,int8\n"
+        "  --grouped-prefill=auto|never|f32|bf16  which path q8_0 / q4_0 take for\n"
+        "              64-row tiles (default auto), to measure the crossover\n"
         "  --probe     print the machine probe (peak f32 FMA, bf16 vdpbf16ps and int8\n"
         "              vpdpbusd rates, DRAM read bandwidth; 1, 2 and all threads) and exit\n"
         "\n"
@@ -253,6 +256,23 @@ int main(int argc, char** argv) {
                     "swiglu_bench: --dtype %s: expected f32, bf16, int8, q8_0, q4_0, all or a "
                     "comma-separated list of them\n",
                     value.c_str());
+                return 1;
+            }
+        } else if (i > 0 && std::strncmp(argv[i], "--grouped-prefill=", 18) == 0) {
+            // Which path q8_0 / q4_0 take for 64-row tiles: for measuring
+            // the crossover (core/precision.hpp, GroupedPrefill).
+            const std::string v = argv[i] + 18;
+            using GP = swiglu::detail::GroupedPrefill;
+            if (v == "auto" || v == "never" || v == "f32" || v == "bf16") {
+                swiglu::detail::set_grouped_prefill(v == "auto"    ? GP::automatic
+                                                    : v == "never" ? GP::never
+                                                    : v == "f32"   ? GP::f32
+                                                                   : GP::bf16);
+            } else {
+                std::fprintf(stderr,
+                             "swiglu_bench: --grouped-prefill=%s: expected auto, never, f32 or "
+                             "bf16\n",
+                             v.c_str());
                 return 1;
             }
         } else if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {

@@ -17,6 +17,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
+#include "core/precision.hpp"
 #include "dtypes.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/ggml_blocks.hpp"
@@ -49,11 +50,16 @@ void ggml_round_trip(Dtype dtype, std::vector<float>& column) {
 // The block as the library computes it in `dtype`, in double: operands
 // rounded (bf16) or quantised with the library's own scales (int8, and per
 // block of 32 for q8_0 and q4_0).
-// `as_ggml`: q8_0/q4_0 activations as llama.cpp quantises them instead
-// (ggml's Q8_0 blocks: f16 scale, its reference rounding), to compare our
-// error with the one a llama.cpp user gets from the same weights.
+// For q8_0 / q4_0, `acts` says how activations (x, act) are rounded:
+//   quantised  per block of 32, as the grouped kernels read them;
+//   as_ggml    as llama.cpp quantises them (ggml's Q8_0 blocks: f16 scale,
+//              its reference rounding), to compare our error with the one a
+//              llama.cpp user gets from the same weights;
+//   f32, bf16  as the prefill path reads them (bf16: the weights too).
+enum class Acts { quantised, as_ggml, f32, bf16 };
 std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t tokens,
-                                  const RandomBlock& b, Dtype dtype, bool as_ggml = false) {
+                                  const RandomBlock& b, Dtype dtype, Acts acts = Acts::quantised) {
+    const bool as_ggml = acts == Acts::as_ggml;
     const std::int64_t d = b.d, f = b.f;
     const WeightView views[3] = {b.gate_view(), b.up_view(), b.down_view()};
     // Effective weights W[in][out] of each matrix, after rounding.
@@ -71,6 +77,8 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
                 for (std::int64_t i = 0; i < in; ++i) w[m][i * out + o] = double(q[i]) * s;
             } else if (grouped(dtype)) {
                 ggml_round_trip(dtype, column);
+                if (acts == Acts::bf16)
+                    for (float& v : column) v = detail::round_to_bf16(v);
                 for (std::int64_t i = 0; i < in; ++i) w[m][i * out + o] = column[i];
             } else {
                 for (std::int64_t i = 0; i < in; ++i)
@@ -84,6 +92,10 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
             std::vector<std::int8_t> q(row.size());
             const float s = detail::quantize_row(row.data(), q.data(), row.size());
             for (std::size_t i = 0; i < row.size(); ++i) row[i] = float(double(q[i]) * s);
+        } else if (grouped(dtype) && acts == Acts::f32) {
+            return;
+        } else if (grouped(dtype) && acts == Acts::bf16) {
+            for (float& v : row) v = detail::round_to_bf16(v);
         } else if (grouped(dtype) && as_ggml) {
             std::vector<detail::BlockQ8_0> q(detail::ggml_blocks(row.size()));
             detail::quantize_row_q8_0(row.data(), row.size(), q.data());
@@ -186,7 +198,7 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound) {
                 y,
                 test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(), b.down_view()));
             if (grouped(dtype)) {
-                const auto as_ggml = simulated_ffn(x, s.tokens, b, dtype, true);
+                const auto as_ggml = simulated_ffn(x, s.tokens, b, dtype, Acts::as_ggml);
                 const double ggml =
                     test::relative_error(std::vector<float>(as_ggml.begin(), as_ggml.end()),
                                          test::reference_ffn(x.data(), s.tokens, b.gate_view(),
@@ -233,6 +245,62 @@ TEST_CASE("q8_0 matches its simulation tightly and fp64 within the format's erro
 
 TEST_CASE("q4_0 matches its simulation tightly and fp64 within the format's error") {
     check_dtype(Dtype::q4_0, kGroupedSimulated, kQ4_0Format);
+}
+
+// Sets the grouped formats' prefill policy for one scope.
+struct PrefillPolicy {
+    explicit PrefillPolicy(detail::GroupedPrefill p) { detail::set_grouped_prefill(p); }
+    ~PrefillPolicy() { detail::set_grouped_prefill(detail::GroupedPrefill::automatic); }
+};
+
+TEST_CASE(
+    "grouped formats: the prefill path takes the 64-row tiles, the grouped kernels the rest") {
+    // 600 x 512 cut for unpacked f32 weights has 2 column tiles per phase,
+    // so 128 rows make two 64-row tiles (core/tiling.hpp); 130 rows add a
+    // 2-row tile. Forced here: on a CPU without a native bf16 matmul the
+    // automatic policy never takes this path (precision_grouped.cpp); bf16
+    // runs where oneDNN offers a bf16 matmul at all (AVX-512).
+    // Bounds: f32 prefill rows as f32 on the rounded weights (test_block's
+    // f32 bound), bf16 ones as the bf16 dtype's simulation; grouped rows as
+    // kGroupedSimulated.
+    const RandomBlock b(600, 512, Layout::out_in, 5);
+    const std::pair<detail::GroupedPrefill, Acts> paths[] = {
+        {detail::GroupedPrefill::f32, Acts::f32}, {detail::GroupedPrefill::bf16, Acts::bf16}};
+    for (Dtype dtype : {Dtype::q8_0, Dtype::q4_0})
+        for (const auto& [policy, acts] : paths) {
+            CAPTURE(dtype_name(dtype));
+            CAPTURE(int(acts));
+            const PrefillPolicy scope(policy);
+            const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2, dtype});
+            const std::string matmul = ffn.implementation().matmul;
+            if (acts == Acts::bf16 && matmul.find("unpacked") == std::string::npos) {
+                MESSAGE("no bf16 matmul in oneDNN here: bf16 prefill not run (", matmul, ")");
+                continue;
+            }
+            const std::string name = acts == Acts::f32 ? "unpacked to f32" : "unpacked to bf16";
+            CHECK(matmul.find(name) != std::string::npos);
+            const std::int64_t tokens = acts == Acts::f32 ? 130 : 128;
+            const auto x = test::random_input(tokens, b.d, 8);
+            std::vector<float> y(x.size());
+            ffn.forward(x.data(), y.data(), tokens);
+            const auto prefill = simulated_ffn(x, tokens, b, dtype, acts);
+            const std::size_t split = std::size_t(128 * b.d);
+            const std::vector<float> head(y.begin(), y.begin() + std::ptrdiff_t(split));
+            CHECK(test::relative_error(
+                      head, {prefill.begin(), prefill.begin() + std::ptrdiff_t(split)}) <=
+                  (acts == Acts::f32 ? 1e-5 : kBf16Simulated));
+            if (tokens > 128) {
+                const std::vector<float> tail(y.begin() + std::ptrdiff_t(split), y.end());
+                const std::vector<float> tail_x(x.begin() + std::ptrdiff_t(split), x.end());
+                const auto quantised = simulated_ffn(tail_x, tokens - 128, b, dtype);
+                CHECK(test::relative_error(tail, quantised) <= kGroupedSimulated);
+            }
+        }
+    // The automatic policy here: the prefill path only with a native bf16 kernel.
+    const Ffn automatic(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::q4_0});
+    const bool native_bf16 = automatic.implementation().matmul.find("bf16") != std::string::npos;
+    CHECK(native_bf16 == (automatic.implementation().matmul.find("unpacked") != std::string::npos));
+    MESSAGE("q4_0 here: ", automatic.implementation().matmul);
 }
 
 TEST_CASE("reduced precision: bit-identical for any thread count, chunks, in place") {

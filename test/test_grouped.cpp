@@ -155,7 +155,8 @@ TEST_CASE("every ISA's kernels give the scalar reference's bits") {
                 // ldy > n: the kernels write n columns per row, nothing past them.
                 const std::int64_t ldy = c.n + 3;
                 std::vector<float> want(std::size_t(c.rows * ldy), -7.0f), got = want;
-                scalar[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, want.data(), ldy);
+                scalar[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, want.data(),
+                                    ldy);
                 k[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, got.data(), ldy);
                 CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
                 for (std::int64_t r = 0; r < c.rows; ++r)

@@ -27,39 +27,67 @@ struct Chunk {
     const TraceSink* trace;  // offset to the chunk's first row; null = off
     RowTile tiles[kMaxRowTilesPerChunk];
     int row_tiles = 0;
+    // A mode's prefill path (precision.hpp) takes the leading full-height
+    // tiles, all in one task per column tile, so that a weight tile is
+    // unpacked once for all of them; each other row tile is a task of its
+    // own. slots = tasks per column tile.
+    int prefill_tiles = 0;
+    int slots = 0;
     std::atomic<bool> failed{false};
     std::exception_ptr error;
 
-    // One task's matmul: task = column tile * row_tiles + row tile (so
-    // consecutive tasks share a weight tile), result in the worker's tile.
+    // One task's matmuls: task = column tile * slots + slot (so consecutive
+    // tasks share a weight tile); each result lands in the worker's tile
+    // and goes to `epilogue` before the next.
     struct TileTask {
         const RowTile& rows;
         std::int64_t c0, width;  // the column tile
         float* result;           // rows.height() x (outputs_per_column * width)
     };
-    TileTask matmul(PhaseId id, std::int64_t task, int worker) {
+    template <class Epilogue>
+    void matmuls(PhaseId id, std::int64_t task, int worker, Epilogue&& epilogue) {
         const Phase& phase = block.phase(id);
-        const std::int64_t j = task / row_tiles;
-        const RowTile& t = tiles[task % row_tiles];
+        const std::int64_t j = task / slots;
+        const int slot = static_cast<int>(task % slots);
+        const std::int64_t c0 = phase.columns.begin(j), width = phase.columns.size(j);
+        const bool tail = phase.columns.is_tail(j);
+        const auto tile = static_cast<std::size_t>(j);
         WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
-        if (mode.own_kernels()) {
-            mode.matmul_tile(id, phase.tile_data[static_cast<std::size_t>(j)], phase.k,
-                             phase.outputs(j), t, ws, w.tile.data());
-            return {t, phase.columns.begin(j), phase.columns.size(j), w.tile.data()};
+        if (prefill_tiles > 0 && slot == 0) {
+            const int p = static_cast<int>(id), top = kRowBuckets - 1;
+            mode.unpack_tile(phase.tile_data[tile], phase.k, phase.outputs(j), w.unpacked.data());
+            for (int r = 0; r < prefill_tiles; ++r) {
+                execute(phase.kernel(j, top), w.binding(id, tail, top), w.stream,
+                        w.unpacked_weights[p][tail ? 1 : 0], mode.prefill_src(id, tiles[r], ws),
+                        w.tile.data(), w.scratchpad.data());
+                epilogue(TileTask{tiles[r], c0, width, w.tile.data()});
+            }
+            return;
         }
-        const void* src =
-            id == PhaseId::gate_up ? mode.gate_up_src(x, t, ws) : mode.down_src(t, ws);
-        execute(phase.kernel(j, t.bucket), w.binding(id, phase.columns.is_tail(j), t.bucket),
-                w.stream, phase.tiles[static_cast<std::size_t>(j)], src, w.tile.data(),
-                w.scratchpad.data());
-        return {t, phase.columns.begin(j), phase.columns.size(j), w.tile.data()};
+        const RowTile& t = tiles[slot + (prefill_tiles > 0 ? prefill_tiles - 1 : 0)];
+        if (mode.own_kernels()) {
+            mode.matmul_tile(id, phase.tile_data[tile], phase.k, phase.outputs(j), t, ws,
+                             w.tile.data());
+        } else {
+            const void* src =
+                id == PhaseId::gate_up ? mode.gate_up_src(x, t, ws) : mode.down_src(t, ws);
+            execute(phase.kernel(j, t.bucket), w.binding(id, tail, t.bucket), w.stream,
+                    phase.tiles[tile], src, w.tile.data(), w.scratchpad.data());
+        }
+        epilogue(TileTask{t, c0, width, w.tile.data()});
     }
 
     // x @ [Wg|Wu] for one tile, then SiLU(gate)*up per row while the tile
     // is in L1/L2 (padding rows too: they are dropped in the down phase).
     template <bool kTraced>
     void gate_up(std::int64_t task, int worker) {
-        const auto [t, c0, width, tile] = matmul(PhaseId::gate_up, task, worker);
+        matmuls(PhaseId::gate_up, task, worker,
+                [this](const TileTask& tile) { gate_up_epilogue<kTraced>(tile); });
+    }
+
+    template <bool kTraced>
+    void gate_up_epilogue(const TileTask& task) {
+        const auto& [t, c0, width, tile] = task;
         const std::int64_t f = block.f;
         for (std::int64_t r = 0; r < t.height(); ++r) {
             const std::int64_t row = t.row0 + r;
@@ -86,8 +114,9 @@ struct Chunk {
     }
 
     void down(std::int64_t task, int worker) {
-        const auto [t, c0, width, tile] = matmul(PhaseId::down, task, worker);
-        mode.down_out(tile, width, c0, t, y, ws);
+        matmuls(PhaseId::down, task, worker, [this](const TileTask& tile) {
+            mode.down_out(tile.result, tile.width, tile.c0, tile.rows, y, ws);
+        });
     }
 
     // Runs tasks [0, n) of one phase; the first failure is kept, later tasks
@@ -121,16 +150,21 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
         const std::int64_t n = std::min(kChunkRows, rows - m0);
         TraceSink chunk_trace;
         if (kTraced) chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f, trace->act + m0 * f};
-        Chunk chunk{block, mode, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, {}, {}};
+        Chunk chunk{block, mode, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, 0, 0, {}, {}};
         chunk.row_tiles =
             plan_rows(n, block.min_bucket, max_row_bucket(n, column_tiles), chunk.tiles);
+        if (block.has_prefill())  // plan_rows puts the full-height tiles first
+            while (chunk.prefill_tiles < chunk.row_tiles &&
+                   chunk.tiles[chunk.prefill_tiles].bucket == kRowBuckets - 1)
+                ++chunk.prefill_tiles;
+        chunk.slots = chunk.row_tiles - (chunk.prefill_tiles > 0 ? chunk.prefill_tiles - 1 : 0);
         mode.prepare_x(chunk.x, n, chunk.tiles[chunk.row_tiles - 1], ws);
 
         ThreadPool* use =
             pool && 6.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
-        chunk.run<&Chunk::gate_up<kTraced>>(use, chunk.row_tiles * block.gate_up.columns.count);
+        chunk.run<&Chunk::gate_up<kTraced>>(use, chunk.slots * block.gate_up.columns.count);
         if (mode.has_act_step()) chunk.run<&Chunk::act_step>(use, chunk.row_tiles);
-        chunk.run<&Chunk::down>(use, chunk.row_tiles * block.down.columns.count);
+        chunk.run<&Chunk::down>(use, chunk.slots * block.down.columns.count);
     }
 }
 

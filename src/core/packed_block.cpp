@@ -87,8 +87,9 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const
         const bool last = i + 1 == candidates.size();
         Precision& mode = *candidates[i];
         plan_tiles(mode);
-        if (mode.own_kernels()) {  // nothing for oneDNN to make or judge
+        if (mode.own_kernels()) {  // oneDNN serves its prefill path at most
             precision = std::move(candidates[i]);
+            make_prefill_kernels();
             break;
         }
         try {
@@ -117,15 +118,17 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const
 
 void PackedBlock::plan_tiles(const Precision& mode) {
     // Tile sizes: gate|up tiles read 2 weights of d per column, down tiles f.
-    auto bytes = [&](double weights) {
-        return static_cast<std::int64_t>(std::ceil(weights * mode.bytes_per_weight()));
+    auto bytes = [](double weights, double per_weight) {
+        return static_cast<std::int64_t>(std::ceil(weights * per_weight));
     };
+    const double tile = mode.tile_bytes_per_weight();
     gate_up.k = d;
     gate_up.outputs_per_column = 2;
-    gate_up.columns = plan_columns(f, bytes(2.0 * double(d)));
+    gate_up.columns = plan_columns(f, bytes(2.0 * double(d), tile));
     down.k = f;
-    down.columns = plan_columns(d, bytes(double(f)));
-    min_bucket = min_row_bucket(bytes(3.0 * double(d) * double(f)), mode.streams_with_one_row());
+    down.columns = plan_columns(d, bytes(double(f), tile));
+    min_bucket = min_row_bucket(bytes(3.0 * double(d) * double(f), mode.bytes_per_weight()),
+                                mode.streams_with_one_row());
 }
 
 void PackedBlock::make_kernels(const Precision& mode) {
@@ -133,6 +136,36 @@ void PackedBlock::make_kernels(const Precision& mode) {
         static_cast<std::int64_t>(3.0 * double(d) * double(f) * mode.bytes_per_weight()));
     for (Phase* p : {&gate_up, &down})
         make_phase_kernels(*p, min_bucket, mode.matmul_types(), streamed);
+}
+
+void PackedBlock::make_prefill_kernels() {
+    Precision& mode = *precision;
+    for (const MatmulTypes& types : mode.prefill_candidates()) {
+        mode.set_prefill(&types);
+        plan_tiles(mode);
+        bool accepted = true;
+        try {
+            for (Phase* p : {&gate_up, &down})
+                for (int tail = 0; tail < 2; ++tail) {
+                    if (tail == 1 && p->columns.tail == p->columns.width) break;
+                    const std::int64_t n =
+                        (tail ? p->columns.tail : p->columns.width) * p->outputs_per_column;
+                    const dnnl::memory::desc plain({p->k, n}, types.weights,
+                                                   dnnl::memory::format_tag::ab);
+                    MatmulKernel& k = p->kernels[tail][kRowBuckets - 1];
+                    k = make_matmul(kMaxRowTile, p->k, n, &plain, types);
+                    accepted = accepted && mode.accepts_prefill(k);
+                }
+        } catch (const Error& e) {
+            if (e.status() != Status::unsupported) throw;
+            accepted = false;
+        }
+        if (accepted) return;
+        for (Phase* p : {&gate_up, &down})
+            for (auto& row : p->kernels) row[kRowBuckets - 1] = MatmulKernel{};
+    }
+    mode.set_prefill(nullptr);
+    plan_tiles(mode);
 }
 
 std::vector<const MatmulKernel*> PackedBlock::all_kernels() const {

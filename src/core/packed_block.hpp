@@ -34,7 +34,8 @@ struct Phase {
     std::int64_t outputs(std::int64_t tile) const {
         return columns.size(tile) * outputs_per_column;
     }
-    // The kernel that picked the packed layout: 64 rows, full-width tile.
+    // The kernel that picked the packed layout: 64 rows, full-width tile
+    // (for a mode with kernels of its own: its prefill kernel, if any).
     const MatmulKernel& top() const { return kernels[0][kRowBuckets - 1]; }
 };
 
@@ -47,6 +48,11 @@ public:
                 Dtype dtype);
 
     const Phase& phase(PhaseId id) const { return id == PhaseId::gate_up ? gate_up : down; }
+    // A mode with kernels of its own runs full-height row tiles through
+    // oneDNN (its prefill path).
+    bool has_prefill() const {
+        return precision->own_kernels() && static_cast<bool>(gate_up.top());
+    }
 
     std::int64_t d = 0;
     std::int64_t f = 0;
@@ -65,6 +71,9 @@ public:
 private:
     void plan_tiles(const Precision& mode);
     void make_kernels(const Precision& mode);
+    // A mode with kernels of its own: oneDNN's 64-row kernels for its
+    // prefill path, if it has one (Precision::prefill_candidates).
+    void make_prefill_kernels();
     std::vector<const MatmulKernel*> all_kernels() const;
     void pack(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w);
     void describe();

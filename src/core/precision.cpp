@@ -23,6 +23,18 @@ void Precision::matmul_tile(PhaseId, const void*, std::int64_t, std::int64_t, co
     throw Error(Status::internal, "matmul_tile: this precision mode runs oneDNN's kernels");
 }
 
+bool Precision::accepts_prefill(const MatmulKernel&) const { return false; }
+
+std::size_t Precision::unpacked_bytes(std::int64_t, std::int64_t) const { return 0; }
+
+void Precision::unpack_tile(const void*, std::int64_t, std::int64_t, void*) const {
+    throw Error(Status::internal, "unpack_tile: this precision mode has no prefill path");
+}
+
+const void* Precision::prefill_src(PhaseId, const RowTile&, const Workspace&) const {
+    throw Error(Status::internal, "prefill_src: this precision mode has no prefill path");
+}
+
 void Precision::gate_up_to_f32(float*, std::int64_t, std::int64_t, std::int64_t,
                                const Workspace&) const {}
 

@@ -38,10 +38,11 @@ inline constexpr int kPhases = 2;
 
 // What a mode needs of a Workspace, per chunk of kChunkRows rows.
 struct ScratchSizes {
-    std::size_t act_floats = 0;     // f32 act between the phases (act)
-    std::size_t act_src_bytes = 0;  // act as the down matmul reads it (act_src)
-    std::size_t x_src_bytes = 0;    // x as the gate|up matmul reads it (x_src), zeroed once
-    std::size_t row_scales = 0;     // per-token scales of x and of act (x_scale, act_scale)
+    std::size_t act_floats = 0;       // f32 act between the phases (act)
+    std::size_t act_src_bytes = 0;    // act as the down matmul reads it (act_src)
+    std::size_t x_src_bytes = 0;      // x as the gate|up matmul reads it (x_src), zeroed once
+    std::size_t row_scales = 0;       // per-token scales of x and of act (x_scale, act_scale)
+    std::size_t x_prefill_bytes = 0;  // x as a prefill path reads it (x_prefill), zeroed once
 };
 
 class Precision {
@@ -90,6 +91,26 @@ public:
     // `tile` of `phase`, row-major (row stride n), as oneDNN's kernels write it.
     virtual void matmul_tile(PhaseId phase, const void* tile, std::int64_t k, std::int64_t n,
                              const RowTile& rows, const Workspace& ws, float* result) const;
+
+    // Its prefill path, where it has one: full-height row tiles (64 rows)
+    // run oneDNN's 64-row kernel on a weight tile the task unpacks once for
+    // all of them (forward.cpp), with plain (k x n) weights of the chosen
+    // types. PackedBlock tries prefill_candidates() in order (set_prefill
+    // with each, which may change tile_bytes_per_weight, then the kernels,
+    // judged by accepts_prefill) and ends with set_prefill(nullptr) if none
+    // is accepted.
+    virtual std::vector<MatmulTypes> prefill_candidates() const { return {}; }
+    virtual void set_prefill(const MatmulTypes* types) { (void)types; }
+    virtual bool accepts_prefill(const MatmulKernel& kernel) const;
+    // Bytes a worker needs to unpack a (k x n) tile (the weights oneDNN
+    // reads first, then any staging of the mode's own).
+    virtual std::size_t unpacked_bytes(std::int64_t k, std::int64_t n) const;
+    virtual void unpack_tile(const void* tile, std::int64_t k, std::int64_t n, void* out) const;
+    // A prefill row tile's input to `phase`'s matmul.
+    virtual const void* prefill_src(PhaseId phase, const RowTile& rows, const Workspace& ws) const;
+    // Bytes per weight that size the column tiles: by default the packed
+    // weight's; a prefill path's unpacked weights should fit in L2 instead.
+    virtual double tile_bytes_per_weight() const { return bytes_per_weight(); }
 
     // ---- forward() -------------------------------------------------------
     virtual ScratchSizes scratch() const = 0;
@@ -153,5 +174,15 @@ std::unique_ptr<Precision> make_bf16_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_bf16_emulated_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_int8_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_grouped_precision(Dtype dtype, std::int64_t d, std::int64_t f);
+
+// Where q8_0 / q4_0 run full-height row tiles (precision_grouped.cpp):
+// automatic: through oneDNN on tiles unpacked to bf16 where it has a native
+// bf16 kernel, on the grouped kernels elsewhere; never: on the grouped
+// kernels always; f32, bf16: through oneDNN on tiles unpacked to that type,
+// whatever its kernel (for tests and measurements).
+enum class GroupedPrefill { automatic, never, f32, bf16 };
+// The policy for blocks built from now on (process-wide; tests, benchmarks).
+void set_grouped_prefill(GroupedPrefill policy) noexcept;
+GroupedPrefill grouped_prefill() noexcept;
 
 }  // namespace swiglu::detail

@@ -5,11 +5,25 @@
 // scale), so a block's dot product is one integer sum. act stays in the
 // gate|up tile (in place) and is quantised there, a block at a time: gate|up
 // column tiles are whole blocks wide (multiples of 64 columns, or end at f).
+//
+// The prefill path (precision.hpp): where oneDNN has a native bf16 matmul
+// (avx512_bf16, AMX), full-height row tiles run it on weight tiles unpacked
+// to bf16, with x and act rounded to bf16 instead of quantised: what the
+// weights hold is exact in f32 (q * d), and bf16 keeps 8 of its up to 19
+// significant bits (2^-9 relative, as the bf16 dtype). Elsewhere the grouped
+// kernels run every tile: on an AVX2 CPU they outrun oneDNN's f32 matmul at
+// every height even before unpacking costs anything (llama7b, 512 tokens, 2
+// threads: 255 GOP/s against 181 GFLOP/s, docs/measurements.md).
+#include <algorithm>
+#include <atomic>
 #include <cassert>
+#include <cstring>
+#include <optional>
 
 #include "common/messages.hpp"
 #include "core/precision.hpp"
 #include "core/workspace.hpp"
+#include "kernels/convert.hpp"
 #include "kernels/grouped_gemm.hpp"
 #include "kernels/grouped_layout.hpp"
 
@@ -17,18 +31,27 @@ namespace swiglu::detail {
 
 namespace {
 
+std::atomic<GroupedPrefill> g_prefill{GroupedPrefill::automatic};
+
+using dt = dnnl::memory::data_type;
+
 class Grouped final : public Precision {
 public:
     Grouped(Dtype dtype, std::int64_t d, std::int64_t f)
         : Precision(dtype, d, f),
           format_(dtype == Dtype::q8_0 ? GroupedFormat::q8_0 : GroupedFormat::q4_0),
           gemm_(grouped_kernels()[format_].gemm),
+          unpack_(grouped_kernels()[format_].unpack),
           x_blocks_(static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(d)))),
           act_blocks_(static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(f)))) {}
 
     MatmulTypes matmul_types() const override { return {}; }  // no oneDNN kernels
     double bytes_per_weight() const override {
         return double(record_bytes(format_)) / double(kGroupColumns * kGgmlBlock);
+    }
+    // With a prefill path, tiles are sized for oneDNN's unpacked weights.
+    double tile_bytes_per_weight() const override {
+        return prefill_ ? double(element_bytes()) : bytes_per_weight();
     }
     // One row streams a group's records as fast as four (grouped_gemm_<isa>.cpp).
     bool streams_with_one_row() const override { return true; }
@@ -42,23 +65,86 @@ public:
         pack_grouped_tile(format_, plain, k, n, static_cast<std::uint8_t*>(to.get_data_handle()));
     }
     std::string note() const override {
-        return std::string(dtype_name(dtype())) + ":" + isa_name(grouped_kernels_isa());
+        std::string s = std::string(dtype_name(dtype())) + ":" + isa_name(grouped_kernels_isa());
+        if (prefill_)
+            s += std::string(" (64-row tiles: unpacked to ") +
+                 (prefill_->weights == dt::bf16 ? "bf16" : "f32") + " for the kernel named)";
+        return s;
+    }
+
+    std::vector<MatmulTypes> prefill_candidates() const override {
+        const MatmulTypes bf16{dt::bf16, dt::bf16, dt::f32}, f32{};
+        switch (grouped_prefill()) {
+            case GroupedPrefill::automatic:
+            case GroupedPrefill::bf16: return {bf16};
+            case GroupedPrefill::f32: return {f32};
+            case GroupedPrefill::never: break;
+        }
+        return {};
+    }
+    void set_prefill(const MatmulTypes* types) override {
+        prefill_.reset();
+        if (types) prefill_ = *types;
+    }
+    // Automatic: only a native bf16 brgemm outruns the grouped kernels.
+    bool accepts_prefill(const MatmulKernel& kernel) const override {
+        if (grouped_prefill() != GroupedPrefill::automatic) return true;
+        const std::string& impl = kernel.implementation;
+        return is_brgemm_kernel(kernel) &&
+               (impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos);
+    }
+    std::size_t unpacked_bytes(std::int64_t k, std::int64_t n) const override {
+        // bf16: the tile, then one block row of f32 to convert from.
+        const auto values = static_cast<std::size_t>(k * n);
+        return prefill_->weights == dt::bf16
+                   ? values * 2 + static_cast<std::size_t>(kGgmlBlock * n) * sizeof(float)
+                   : values * sizeof(float);
+    }
+    void unpack_tile(const void* tile, std::int64_t k, std::int64_t n, void* out) const override {
+        const auto* packed = static_cast<const std::uint8_t*>(tile);
+        const bool bf16 = prefill_->weights == dt::bf16;
+        auto* f32 = static_cast<float*>(out);
+        auto* halves = static_cast<std::uint16_t*>(out);
+        float* staging = reinterpret_cast<float*>(halves + k * n);
+        const auto block = static_cast<std::int64_t>(kGgmlBlock);
+        for (std::int64_t b = 0; b * block < k; ++b) {
+            if (!bf16) {
+                unpack_(packed, k, n, b, f32 + b * block * n, n);
+                continue;
+            }
+            unpack_(packed, k, n, b, staging, n);
+            const std::int64_t rows = std::min(block, k - b * block);
+            to_bf16(staging, halves + b * block * n, static_cast<std::size_t>(rows * n));
+        }
+    }
+    const void* prefill_src(PhaseId phase, const RowTile& t, const Workspace& ws) const override {
+        const std::size_t element = element_bytes();
+        if (phase == PhaseId::gate_up)
+            return ws.x_prefill.data() + static_cast<std::size_t>(t.row0 * d()) * element;
+        return reinterpret_cast<const unsigned char*>(ws.act.data()) +
+               static_cast<std::size_t>(t.row0 * f()) * element;
     }
 
     ScratchSizes scratch() const override {
         const auto blocks = [](std::int64_t per_row) {
             return static_cast<std::size_t>(kChunkRows * per_row) * sizeof(ActBlock);
         };
-        return {0, blocks(act_blocks_), blocks(x_blocks_), 0};
+        ScratchSizes s{0, blocks(act_blocks_), blocks(x_blocks_), 0};
+        if (prefill_) {  // act and x as the prefill kernels read them (f32 or bf16)
+            s.act_floats = static_cast<std::size_t>(kChunkRows * f());
+            s.x_prefill_bytes = static_cast<std::size_t>(kChunkRows * d()) * element_bytes();
+        }
+        return s;
     }
 
     void prepare_x(const float* x, std::int64_t rows, const RowTile&,
                    Workspace& ws) const override {
-        // Padding rows past `rows` keep whatever quantised rows they held
-        // (zeros at first): finite, computed and dropped.
+        // Padding rows past `rows` keep whatever rows they held (zeros at
+        // first): finite, computed and dropped.
         for (std::int64_t r = 0; r < rows; ++r)
             quantize_act_row(x + r * d(), static_cast<std::size_t>(d()),
                              x_row(ws.x_src.data(), r, x_blocks_));
+        if (prefill_) to_prefill(x, rows * d(), ws.x_prefill.data());
     }
     const void* gate_up_src(const float*, const RowTile&, const Workspace&) const override {
         return nullptr;  // matmul_tile reads the quantised rows itself
@@ -73,6 +159,11 @@ public:
         quantize_act_row(act, static_cast<std::size_t>(width),
                          x_row(ws.act_src.data(), row, act_blocks_) +
                              c0 / static_cast<std::int64_t>(kGgmlBlock));
+        // Both forms, whichever path the row's tile takes in the down phase.
+        if (prefill_)
+            to_prefill(act, width,
+                       reinterpret_cast<unsigned char*>(ws.act.data()) +
+                           static_cast<std::size_t>(row * f() + c0) * element_bytes());
     }
 
     void matmul_tile(PhaseId phase, const void* tile, std::int64_t k, std::int64_t n,
@@ -91,12 +182,26 @@ private:
         return reinterpret_cast<ActBlock*>(buffer) + row * blocks;
     }
 
+    std::size_t element_bytes() const { return prefill_ && prefill_->weights == dt::bf16 ? 2 : 4; }
+    // n activations as the prefill kernels read them, at `to`.
+    void to_prefill(const float* from, std::int64_t n, unsigned char* to) const {
+        if (element_bytes() == 2)
+            to_bf16(from, reinterpret_cast<std::uint16_t*>(to), static_cast<std::size_t>(n));
+        else
+            std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(float));
+    }
+
     GroupedFormat format_;
     GroupedGemm gemm_;
+    GroupedUnpack unpack_;
+    std::optional<MatmulTypes> prefill_;  // the prefill path's types, if it has one
     std::int64_t x_blocks_, act_blocks_;  // ActBlocks per row of x and of act
 };
 
 }  // namespace
+
+void set_grouped_prefill(GroupedPrefill policy) noexcept { g_prefill.store(policy); }
+GroupedPrefill grouped_prefill() noexcept { return g_prefill.load(); }
 
 std::unique_ptr<Precision> make_grouped_precision(Dtype dtype, std::int64_t d, std::int64_t f) {
     return std::make_unique<Grouped>(dtype, d, f);

@@ -15,6 +15,22 @@ WorkerState::WorkerState(const PackedBlock& block)
             for (int b = 0; b < kRowBuckets; ++b)
                 if (const MatmulKernel& k = block.phase(p).kernels[t][b])
                     binding(p, t == 1, b).bind(k);
+    if (!block.precision->own_kernels()) return;
+    std::size_t bytes = 0;
+    for (PhaseId p : {PhaseId::gate_up, PhaseId::down}) {
+        const Phase& phase = block.phase(p);
+        for (int t = 0; t < 2; ++t)
+            if (phase.kernels[t][kRowBuckets - 1])
+                bytes =
+                    std::max(bytes, block.precision->unpacked_bytes(
+                                        phase.k, phase.outputs(t ? phase.columns.count - 1 : 0)));
+    }
+    unpacked = AlignedBuffer<unsigned char>(bytes);
+    for (PhaseId p : {PhaseId::gate_up, PhaseId::down})
+        for (int t = 0; t < 2; ++t)
+            if (const MatmulKernel& k = block.phase(p).kernels[t][kRowBuckets - 1])
+                unpacked_weights[static_cast<int>(p)][t] =
+                    dnnl::memory(k.weights, cpu_engine(), unpacked.data());
 }
 
 Workspace::Workspace(const PackedBlock& block, int threads) {
@@ -22,6 +38,8 @@ Workspace::Workspace(const PackedBlock& block, int threads) {
     act = AlignedBuffer<float>(sizes.act_floats);
     act_src = AlignedBuffer<unsigned char>(sizes.act_src_bytes);
     x_src = AlignedBuffer<unsigned char>(sizes.x_src_bytes);
+    x_prefill = AlignedBuffer<unsigned char>(sizes.x_prefill_bytes);
+    if (x_prefill.size() != 0) std::memset(x_prefill.data(), 0, x_prefill.size());
     x_scale = AlignedBuffer<float>(sizes.row_scales);
     act_scale = AlignedBuffer<float>(sizes.row_scales);
     if (x_src.size() != 0) std::memset(x_src.data(), 0, x_src.size());

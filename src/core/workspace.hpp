@@ -27,6 +27,10 @@ struct WorkerState {
     MatmulBinding bindings[kPhases][2][kRowBuckets];  // [phase][tail][bucket]
     AlignedBuffer<float> tile;                        // one matmul result tile (f32 or s32)
     AlignedBuffer<unsigned char> scratchpad;          // oneDNN's, for any kernel
+    // A mode's prefill path: the weight tile this worker unpacked last, as
+    // oneDNN reads it (per phase and tail width), and which one it is.
+    AlignedBuffer<unsigned char> unpacked;
+    dnnl::memory unpacked_weights[kPhases][2];
 };
 
 struct Workspace {
@@ -36,6 +40,7 @@ struct Workspace {
     // where it asked for none. What each holds is the mode's business:
     AlignedBuffer<float> act;                 // f32 act, kChunkRows x f
     AlignedBuffer<unsigned char> act_src;     // act as the down matmul reads it
+    AlignedBuffer<unsigned char> x_prefill;   // x as a prefill path reads it; zeroed once
     AlignedBuffer<unsigned char> x_src;       // x as the gate|up matmul reads it; zeroed
                                               // once: padding rows are computed and
                                               // dropped, never uninitialised memory

@@ -178,12 +178,11 @@ struct Q4Rows {
 inline void store_rows(__m256i q, __m256 scales, std::int64_t row, std::int64_t rows, float* out,
                        std::int64_t ldo, std::int64_t columns) {
     const __m256i by_input = _mm256_shuffle_epi8(
-        q, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1,
-                            5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
+        q, _mm256_setr_epi8(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15, 0, 4, 8, 12, 1, 5,
+                            9, 13, 2, 6, 10, 14, 3, 7, 11, 15));
     const __m256i joined =
         _mm256_permutevar8x32_epi32(by_input, _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7));
-    const __m128i halves[2] = {_mm256_castsi256_si128(joined),
-                               _mm256_extracti128_si256(joined, 1)};
+    const __m128i halves[2] = {_mm256_castsi256_si128(joined), _mm256_extracti128_si256(joined, 1)};
     for (int t = 0; t < 4 && row + t < rows; ++t) {
         const __m128i bytes = t % 2 ? _mm_srli_si128(halves[t / 2], 8) : halves[t / 2];
         const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scales);

@@ -49,10 +49,12 @@ public:
     double bytes_per_weight() const override {
         return double(record_bytes(format_)) / double(kGroupColumns * kGgmlBlock);
     }
-    // With a prefill path, tiles are sized for oneDNN's unpacked weights.
-    double tile_bytes_per_weight() const override {
-        return prefill_ ? double(element_bytes()) : bytes_per_weight();
-    }
+    // Tiles are cut as for the unpacked weights (f32 without a prefill
+    // path): ~1 MiB of those, a few hundred KiB of ours, so a decode has
+    // enough tasks to keep many cores busy to the end of each phase
+    // (llama7b's down phase: 64 tiles, not 21), and a prefill path's
+    // unpacked tile stays in L2.
+    double tile_bytes_per_weight() const override { return double(element_bytes()); }
     // One row streams a group's records as fast as four (grouped_gemm_<isa>.cpp).
     bool streams_with_one_row() const override { return true; }
 

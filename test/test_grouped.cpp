@@ -80,6 +80,25 @@ struct Case {
 const Case kCases[] = {{1, 1, 1},   {7, 13, 2},    {13, 7, 3},    {32, 8, 4},  {33, 9, 5},
                        {64, 64, 1}, {341, 131, 7}, {128, 341, 9}, {96, 17, 6}, {1024, 24, 4}};
 
+// Calls fn(isa, that ISA's kernels of `format`, format, case) for every ISA
+// this build has grouped kernels for and this CPU runs, every format, every case.
+template <class Fn>
+void for_each_kernel_case(Fn&& fn) {
+    for (Isa isa : kIsas) {
+        const GroupedKernels k = grouped_kernels(isa);
+        if (!k.q8_0.gemm || !isa_available(isa)) continue;
+        for (GroupedFormat format : kFormats)
+            for (const Case& c : kCases) {
+                CAPTURE(isa_name(isa));
+                CAPTURE(name(format));
+                CAPTURE(c.k);
+                CAPTURE(c.n);
+                CAPTURE(c.rows);
+                fn(isa, k[format], format, c);
+            }
+    }
+}
+
 }  // namespace
 
 TEST_SUITE("grouped") {
@@ -139,30 +158,21 @@ TEST_CASE("the scalar kernels match fp64 dot products over the GGUF blocks") {
 
 TEST_CASE("every ISA's kernels give the scalar reference's bits") {
     const GroupedKernels scalar = grouped_kernels(Isa::scalar);
-    for (Isa isa : kIsas) {
-        const GroupedKernels k = grouped_kernels(isa);
-        if (isa == Isa::scalar || !k.q8_0.gemm || !isa_available(isa)) continue;
-        for (GroupedFormat format : kFormats)
-            for (const Case& c : kCases) {
-                CAPTURE(isa_name(isa));
-                CAPTURE(name(format));
-                CAPTURE(c.k);
-                CAPTURE(c.n);
-                CAPTURE(c.rows);
-                const Tile t(format, c.k, c.n, unsigned(c.k + 3 * c.n));
-                const auto nb = std::int64_t(ggml_blocks(std::size_t(c.k)));
-                const auto x = quantised_rows(c.rows, c.k, 5);
-                // ldy > n: the kernels write n columns per row, nothing past them.
-                const std::int64_t ldy = c.n + 3;
-                std::vector<float> want(std::size_t(c.rows * ldy), -7.0f), got = want;
-                scalar[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, want.data(),
-                                    ldy);
-                k[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, got.data(), ldy);
-                CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
-                for (std::int64_t r = 0; r < c.rows; ++r)
-                    for (std::int64_t j = c.n; j < ldy; ++j) CHECK(got[r * ldy + j] == -7.0f);
-            }
-    }
+    for_each_kernel_case(
+        [&](Isa isa, const GroupedFormatKernels& k, GroupedFormat format, const Case& c) {
+            if (isa == Isa::scalar) return;
+            const Tile t(format, c.k, c.n, unsigned(c.k + 3 * c.n));
+            const auto nb = std::int64_t(ggml_blocks(std::size_t(c.k)));
+            const auto x = quantised_rows(c.rows, c.k, 5);
+            // ldy > n: the kernels write n columns per row, nothing past them.
+            const std::int64_t ldy = c.n + 3;
+            std::vector<float> want(std::size_t(c.rows * ldy), -7.0f), got = want;
+            scalar[format].gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, want.data(), ldy);
+            k.gemm(t.packed.data(), c.k, c.n, x.data(), nb, c.rows, got.data(), ldy);
+            CHECK(std::memcmp(want.data(), got.data(), want.size() * sizeof(float)) == 0);
+            for (std::int64_t r = 0; r < c.rows; ++r)
+                for (std::int64_t j = c.n; j < ldy; ++j) CHECK(got[r * ldy + j] == -7.0f);
+        });
     // The one this CPU runs is one of them.
     const bool same =
         grouped_kernels().q4_0.gemm == grouped_kernels(grouped_kernels_isa()).q4_0.gemm;
@@ -170,37 +180,29 @@ TEST_CASE("every ISA's kernels give the scalar reference's bits") {
 }
 
 TEST_CASE("unpacking a tile gives the GGUF blocks' values, on every ISA") {
-    for (Isa isa : kIsas) {
-        const GroupedKernels k = grouped_kernels(isa);
-        if (!k.q8_0.unpack || !isa_available(isa)) continue;
-        for (GroupedFormat format : kFormats)
-            for (const Case& c : kCases) {
-                CAPTURE(isa_name(isa));
-                CAPTURE(name(format));
-                CAPTURE(c.k);
-                CAPTURE(c.n);
-                const Tile t(format, c.k, c.n, unsigned(c.k + c.n));
-                const std::int64_t ldo = c.n + 2;
-                // Every block row, one after another: padding columns and
-                // rows past k stay untouched.
-                std::vector<float> out(std::size_t(c.k * ldo + 32 * ldo), -3.0f);
-                for (std::int64_t b = 0; b * 32 < c.k; ++b)
-                    k[format].unpack(t.packed.data(), c.k, c.n, b, out.data() + b * 32 * ldo, ldo);
-                bool exact = true, untouched = true;
-                for (std::int64_t i = 0; i < c.k; ++i)
-                    for (std::int64_t j = 0; j < ldo; ++j) {
-                        const float v = out[std::size_t(i * ldo + j)];
-                        if (j < c.n)
-                            exact = exact && double(v) == t.exact[std::size_t(i * c.n + j)];
-                        else
-                            untouched = untouched && v == -3.0f;
-                    }
-                for (std::size_t i = std::size_t(c.k * ldo); i < out.size(); ++i)
-                    untouched = untouched && out[i] == -3.0f;
-                CHECK(exact);
-                CHECK(untouched);
-            }
-    }
+    for_each_kernel_case(
+        [](Isa, const GroupedFormatKernels& k, GroupedFormat format, const Case& c) {
+            const Tile t(format, c.k, c.n, unsigned(c.k + c.n));
+            const std::int64_t ldo = c.n + 2;
+            // Every block row, one after another: padding columns and rows past
+            // k stay untouched.
+            std::vector<float> out(std::size_t(c.k * ldo + 32 * ldo), -3.0f);
+            for (std::int64_t b = 0; b * 32 < c.k; ++b)
+                k.unpack(t.packed.data(), c.k, c.n, b, out.data() + b * 32 * ldo, ldo);
+            bool exact = true, untouched = true;
+            for (std::int64_t i = 0; i < c.k; ++i)
+                for (std::int64_t j = 0; j < ldo; ++j) {
+                    const float v = out[std::size_t(i * ldo + j)];
+                    if (j < c.n)
+                        exact = exact && double(v) == t.exact[std::size_t(i * c.n + j)];
+                    else
+                        untouched = untouched && v == -3.0f;
+                }
+            for (std::size_t i = std::size_t(c.k * ldo); i < out.size(); ++i)
+                untouched = untouched && out[i] == -3.0f;
+            CHECK(exact);
+            CHECK(untouched);
+        });
 }
 
 TEST_CASE("a NaN weight block gives NaN in its column only") {

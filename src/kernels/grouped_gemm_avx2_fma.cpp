@@ -40,136 +40,111 @@ inline __m256 block_scales(const std::uint8_t* scales, const ActBlock& a) {
     return _mm256_mul_ps(w, _mm256_set1_ps(a.d));
 }
 
+// Group g's 8 columns of one output row (fewer in a last, partial group).
+inline void store_group(__m256 v, float* row, std::int64_t g, std::int64_t n) {
+    const std::int64_t c0 = g * kGroupColumns;
+    if (n - c0 >= kGroupColumns) {
+        _mm256_storeu_ps(row + c0, v);
+        return;
+    }
+    alignas(32) float lanes[kGroupColumns];
+    _mm256_store_ps(lanes, v);
+    std::memcpy(row + c0, lanes, static_cast<std::size_t>(n - c0) * sizeof(float));
+}
+
 inline __m256i load(const std::uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// The s32 dot products of one block (b) for R rows: lane j of sums[r] =
+// sum over the block's 32 inputs of column j's quant times row r's.
+//
 // Q4_0: nibbles q in [0, 15] are vpmaddubsw's unsigned operand as they are;
 // sum (q - 8) x = sum q x - 8 sum x. A pair sum is at most 2 * 15 * 127 and a
 // block adds 8 of them per lane: 30480 < 2^15, so the block sums in 16 bits.
 template <int R>
-void q4_0_rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlock* x,
-               std::int64_t x_stride, float* y, std::int64_t ldy) {
-    constexpr std::size_t kRecord = record_bytes(GroupedFormat::q4_0);
+void block_sums_q4_0(const std::uint8_t* record, const ActBlock* x, std::int64_t x_stride,
+                     std::int64_t b, __m256i (&sums)[R]) {
     const __m256i nibble = _mm256_set1_epi8(0x0F);
-    const __m256i ones = _mm256_set1_epi16(1);
-    for (std::int64_t g = 0; g * kGroupColumns < n; ++g) {
-        const std::uint8_t* record = tile + g * nb * static_cast<std::int64_t>(kRecord);
-        __m256 acc[R];
-        for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
-        for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
-            prefetch_ahead<kRecord, 1024>(record);
-            __m256i sum16[R];
-            for (int r = 0; r < R; ++r) sum16[r] = _mm256_setzero_si256();
-            for (int p = 0; p < 4; ++p) {
-                const __m256i packed = load(record + 32 * p);
-                const __m256i lo = _mm256_and_si256(packed, nibble);
-                const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
-                for (int r = 0; r < R; ++r) {
-                    const ActBlock& a = x[r * x_stride + b];
-                    sum16[r] =
-                        _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(lo, broadcast4(a, 2 * p)));
-                    sum16[r] = _mm256_add_epi16(sum16[r],
-                                                _mm256_maddubs_epi16(hi, broadcast4(a, 2 * p + 1)));
-                }
-            }
-            for (int r = 0; r < R; ++r) {
-                const ActBlock& a = x[r * x_stride + b];
-                const __m256i s = _mm256_sub_epi32(_mm256_madd_epi16(sum16[r], ones),
-                                                   _mm256_set1_epi32(8 * a.sum));
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(s), block_scales(record + 4 * 32, a),
-                                         acc[r]);
-            }
-        }
-        const std::int64_t c0 = g * kGroupColumns;
+    __m256i sum16[R];
+    for (int r = 0; r < R; ++r) sum16[r] = _mm256_setzero_si256();
+    for (int p = 0; p < 4; ++p) {
+        const __m256i packed = load(record + 32 * p);
+        const __m256i lo = _mm256_and_si256(packed, nibble);
+        const __m256i hi = _mm256_and_si256(_mm256_srli_epi16(packed, 4), nibble);
         for (int r = 0; r < R; ++r) {
-            if (n - c0 >= kGroupColumns) {
-                _mm256_storeu_ps(y + r * ldy + c0, acc[r]);
-            } else {
-                alignas(32) float lanes[kGroupColumns];
-                _mm256_store_ps(lanes, acc[r]);
-                std::memcpy(y + r * ldy + c0, lanes,
-                            static_cast<std::size_t>(n - c0) * sizeof(float));
-            }
+            const ActBlock& a = x[r * x_stride + b];
+            sum16[r] = _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(lo, broadcast4(a, 2 * p)));
+            sum16[r] =
+                _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(hi, broadcast4(a, 2 * p + 1)));
         }
     }
+    for (int r = 0; r < R; ++r)
+        sums[r] = _mm256_sub_epi32(_mm256_madd_epi16(sum16[r], _mm256_set1_epi16(1)),
+                                   _mm256_set1_epi32(8 * x[r * x_stride + b].sum));
 }
 
 // Q8_0: both operands signed, so vpmaddubsw gets |w| and x with w's sign
 // (vpsignb); a pair sum reaches 2 * 128 * 127, so each goes to 32 bits
 // (vpmaddwd) at once.
 template <int R>
-void q8_0_rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlock* x,
-               std::int64_t x_stride, float* y, std::int64_t ldy) {
-    constexpr std::size_t kRecord = record_bytes(GroupedFormat::q8_0);
+void block_sums_q8_0(const std::uint8_t* record, const ActBlock* x, std::int64_t x_stride,
+                     std::int64_t b, __m256i (&sums)[R]) {
     const __m256i ones = _mm256_set1_epi16(1);
+    for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_si256();
+    for (int s = 0; s < 8; ++s) {
+        const __m256i w = load(record + 32 * s);
+        const __m256i magnitude = _mm256_sign_epi8(w, w);  // |w|; -128 stays 0x80 = 128
+        for (int r = 0; r < R; ++r) {
+            const __m256i signed_x = _mm256_sign_epi8(broadcast4(x[r * x_stride + b], s), w);
+            sums[r] = _mm256_add_epi32(
+                sums[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), ones));
+        }
+    }
+}
+
+// R rows of y for the whole tile: per group of 8 columns, its records in
+// order, one f32 accumulator per row (grouped_gemm.hpp's numerics).
+template <GroupedFormat kFormat, int R>
+void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlock* x,
+          std::int64_t x_stride, float* y, std::int64_t ldy) {
+    constexpr std::size_t kRecord = record_bytes(kFormat);
+    constexpr std::size_t kPrefetch = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
     for (std::int64_t g = 0; g * kGroupColumns < n; ++g) {
         const std::uint8_t* record = tile + g * nb * static_cast<std::int64_t>(kRecord);
         __m256 acc[R];
         for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
         for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
-            prefetch_ahead<kRecord, 2048>(record);
-            __m256i sum[R];
-            for (int r = 0; r < R; ++r) sum[r] = _mm256_setzero_si256();
-            for (int s = 0; s < 8; ++s) {
-                const __m256i w = load(record + 32 * s);
-                const __m256i magnitude = _mm256_sign_epi8(w, w);  // |w|; -128 stays 0x80 = 128
-                for (int r = 0; r < R; ++r) {
-                    const ActBlock& a = x[r * x_stride + b];
-                    const __m256i signed_x = _mm256_sign_epi8(broadcast4(a, s), w);
-                    sum[r] = _mm256_add_epi32(
-                        sum[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), ones));
-                }
-            }
-            for (int r = 0; r < R; ++r) {
-                const ActBlock& a = x[r * x_stride + b];
-                acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(sum[r]),
-                                         block_scales(record + 8 * 32, a), acc[r]);
-            }
+            prefetch_ahead<kRecord, kPrefetch>(record);
+            __m256i sums[R];
+            if constexpr (kFormat == GroupedFormat::q8_0)
+                block_sums_q8_0<R>(record, x, x_stride, b, sums);
+            else
+                block_sums_q4_0<R>(record, x, x_stride, b, sums);
+            for (int r = 0; r < R; ++r)
+                acc[r] = _mm256_fmadd_ps(
+                    _mm256_cvtepi32_ps(sums[r]),
+                    block_scales(record + record_quant_bytes(kFormat), x[r * x_stride + b]),
+                    acc[r]);
         }
-        const std::int64_t c0 = g * kGroupColumns;
-        for (int r = 0; r < R; ++r) {
-            if (n - c0 >= kGroupColumns) {
-                _mm256_storeu_ps(y + r * ldy + c0, acc[r]);
-            } else {
-                alignas(32) float lanes[kGroupColumns];
-                _mm256_store_ps(lanes, acc[r]);
-                std::memcpy(y + r * ldy + c0, lanes,
-                            static_cast<std::size_t>(n - c0) * sizeof(float));
-            }
-        }
+        for (int r = 0; r < R; ++r) store_group(acc[r], y + r * ldy, g, n);
     }
 }
 
-template <template <int> class Rows>
+template <GroupedFormat kFormat>
 void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlock* x,
-          std::int64_t x_stride, std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+          std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
     const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
     std::int64_t m = 0;
-    for (; m + kMaxRows <= rows; m += kMaxRows)
-        Rows<kMaxRows>::run(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
-    switch (rows - m) {
-        case 3: Rows<3>::run(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
-        case 2: Rows<2>::run(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
-        case 1: Rows<1>::run(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
+    for (; m + kMaxRows <= rows_total; m += kMaxRows)
+        rows<kFormat, kMaxRows>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
+    switch (rows_total - m) {
+        case 3: rows<kFormat, 3>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
+        case 2: rows<kFormat, 2>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
+        case 1: rows<kFormat, 1>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
         default: break;
     }
 }
-
-template <int R>
-struct Q8Rows {
-    static void run(const std::uint8_t* t, std::int64_t nb, std::int64_t n, const ActBlock* x,
-                    std::int64_t xs, float* y, std::int64_t ldy) {
-        q8_0_rows<R>(t, nb, n, x, xs, y, ldy);
-    }
-};
-template <int R>
-struct Q4Rows {
-    static void run(const std::uint8_t* t, std::int64_t nb, std::int64_t n, const ActBlock* x,
-                    std::int64_t xs, float* y, std::int64_t ldy) {
-        q4_0_rows<R>(t, nb, n, x, xs, y, ldy);
-    }
-};
 
 // Unpacking: a vector of quants in the record layout (byte 4 j + t = column
 // j, input t of 4) is transposed to 4 rows of 8 columns (vpshufb gathers
@@ -228,8 +203,8 @@ void unpack(const std::uint8_t* tile, std::int64_t k, std::int64_t n, std::int64
 }  // namespace
 
 GroupedKernels grouped_kernels_avx2_fma() noexcept {
-    return {{&gemm<Q8Rows>, &unpack<GroupedFormat::q8_0>},
-            {&gemm<Q4Rows>, &unpack<GroupedFormat::q4_0>}};
+    return {{&gemm<GroupedFormat::q8_0>, &unpack<GroupedFormat::q8_0>},
+            {&gemm<GroupedFormat::q4_0>, &unpack<GroupedFormat::q4_0>}};
 }
 
 }  // namespace swiglu::detail

@@ -58,8 +58,8 @@ public:
     // ---- construction ----------------------------------------------------
     // The data types of the matmuls this mode runs.
     virtual MatmulTypes matmul_types() const = 0;
-    // Bytes of one packed weight (Q4_0: 18 / 32): sizes the tiles and tells
-    // whether the weights stream from DRAM.
+    // Bytes of one packed weight (Q4_0: 18 / 32): tells whether the weights
+    // stream from DRAM, and sizes the tiles (see tile_bytes_per_weight).
     virtual double bytes_per_weight() const = 0;
     // Whether its kernels stream weights from DRAM as fast with one row as
     // with four (tiling.hpp, min_row_bucket).

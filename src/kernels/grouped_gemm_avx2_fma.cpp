@@ -18,10 +18,10 @@ constexpr int kMaxRows = 4;  // rows per pass: 4 accumulators x 2 vectors of 16 
 
 // A decode streams each weight once, and with this much arithmetic per
 // cache line the out-of-order window runs too few misses ahead to keep DRAM
-// busy: one core streamed Q4_0 at 12-13 GB/s without software prefetch and
-// 17-18 GB/s with it, 1 KiB ahead (the machine's read probe: ~21). Q8_0 has
-// twice the bytes per instruction, so twice the distance (~15 -> 15-18 GB/s).
-// Every line of a record is prefetched (a prefetch per 64 bytes of it).
+// busy: from DRAM one core read Q4_0 at 67-74 % of a plain read of the same
+// buffer without software prefetch, 82-89 % with it 1 KiB ahead; Q8_0 (twice
+// the bytes per instruction, twice the distance) 69-91 % -> 87-100 %
+// (docs/measurements.md). Every line of a record is prefetched.
 template <std::size_t kRecord, std::size_t kDistance>
 inline void prefetch_ahead(const std::uint8_t* record) {
     for (std::size_t o = 0; o < kRecord; o += 64)
@@ -161,14 +161,7 @@ inline void store_rows(__m256i q, __m256 scales, std::int64_t row, std::int64_t 
     for (int t = 0; t < 4 && row + t < rows; ++t) {
         const __m128i bytes = t % 2 ? _mm_srli_si128(halves[t / 2], 8) : halves[t / 2];
         const __m256 v = _mm256_mul_ps(_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(bytes)), scales);
-        float* dst = out + (row + t) * ldo;
-        if (columns >= kGroupColumns) {
-            _mm256_storeu_ps(dst, v);
-        } else {
-            alignas(32) float lanes[kGroupColumns];
-            _mm256_store_ps(lanes, v);
-            std::memcpy(dst, lanes, static_cast<std::size_t>(columns) * sizeof(float));
-        }
+        store_group(v, out + (row + t) * ldo, 0, columns);
     }
 }
 

@@ -182,7 +182,7 @@ constexpr double kQ4_0Format = 0.3;
 // (activations as ggml's Q8_0 blocks): see check_dtype.
 
 void check_dtype(Dtype dtype, double simulated_bound, double format_bound) {
-    double worst_sim = 0, worst_format = 0, ours_total = 0, ggml_total = 0;
+    double worst_sim = 0, worst_format = 0, ours_total = 0, ggml_total = 0, weights_total = 0;
     for (const Shape& s : kShapes) {
         CAPTURE(s.d);
         CAPTURE(s.f);
@@ -211,6 +211,13 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound) {
                 CHECK(format <= 1.15 * ggml + 5e-4);
                 ours_total += format;
                 ggml_total += ggml;
+                // What the weights alone cost (activations unrounded, as
+                // the f32 prefill path runs them): the rest is x and act.
+                const auto weights_only = simulated_ffn(x, s.tokens, b, dtype, Acts::f32);
+                weights_total += test::relative_error(
+                    std::vector<float>(weights_only.begin(), weights_only.end()),
+                    test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(),
+                                        b.down_view()));
             }
             CHECK(sim <= simulated_bound);
             CHECK(format <= format_bound);
@@ -221,7 +228,8 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound) {
     MESSAGE(std::string(dtype_name(dtype)), ": worst error vs simulation ", worst_sim, ", vs fp64 ",
             worst_format);
     if (grouped(dtype)) {
-        MESSAGE("summed over the shapes: ours ", ours_total, ", llama.cpp's numerics ", ggml_total);
+        MESSAGE("summed over the shapes: ours ", ours_total, ", llama.cpp's numerics ", ggml_total,
+                ", the weights alone ", weights_total);
         CHECK(ours_total <= ggml_total * 1.005);
     }
 }

@@ -53,15 +53,15 @@ struct Chunk {
         const bool tail = phase.columns.is_tail(j);
         const auto tile = static_cast<std::size_t>(j);
         WorkerState& w = ws.workers[static_cast<std::size_t>(worker)];
-        if (prefill_tiles > 0 && slot == 0) {
-            const int p = static_cast<int>(id), top = kRowBuckets - 1;
+        if (prefill_tiles > 0 && slot == 0) {  // rows [0, 64 prefill_tiles), one matmul
+            const int p = static_cast<int>(id), t = tail ? 1 : 0, h = prefill_tiles - 1;
             mode.unpack_tile(phase.tile_data[tile], phase.k, phase.outputs(j), w.unpacked.data());
-            for (int r = 0; r < prefill_tiles; ++r) {
-                execute(phase.kernel(j, top), w.binding(id, tail, top), w.stream,
-                        w.unpacked_weights[p][tail ? 1 : 0], mode.prefill_src(id, tiles[r], ws),
-                        w.tile.data(), w.scratchpad.data());
-                epilogue(TileTask{tiles[r], c0, width, w.tile.data()});
-            }
+            execute(phase.prefill[t][h], w.prefill_bindings[p][t][h], w.stream,
+                    w.unpacked_weights[p][t], mode.prefill_src(id, tiles[0], ws), w.tile.data(),
+                    w.scratchpad.data());
+            for (int r = 0; r < prefill_tiles; ++r)
+                epilogue(TileTask{tiles[r], c0, width,
+                                  w.tile.data() + r * kMaxRowTile * phase.outputs(j)});
             return;
         }
         const RowTile& t = tiles[slot + (prefill_tiles > 0 ? prefill_tiles - 1 : 0)];

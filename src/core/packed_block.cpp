@@ -152,9 +152,11 @@ void PackedBlock::make_prefill_kernels() {
                         (tail ? p->columns.tail : p->columns.width) * p->outputs_per_column;
                     const dnnl::memory::desc plain({p->k, n}, types.weights,
                                                    dnnl::memory::format_tag::ab);
-                    MatmulKernel& k = p->kernels[tail][kRowBuckets - 1];
-                    k = make_matmul(kMaxRowTile, p->k, n, &plain, types);
-                    accepted = accepted && mode.accepts_prefill(k);
+                    for (int i = 0; i < kMaxPrefillTiles; ++i) {
+                        MatmulKernel& k = p->prefill[tail][i];
+                        k = make_matmul((i + 1) * kMaxRowTile, p->k, n, &plain, types);
+                        accepted = accepted && mode.accepts_prefill(k);
+                    }
                 }
         } catch (const Error& e) {
             if (e.status() != Status::unsupported) throw;
@@ -162,7 +164,8 @@ void PackedBlock::make_prefill_kernels() {
         }
         if (accepted) return;
         for (Phase* p : {&gate_up, &down})
-            for (auto& row : p->kernels) row[kRowBuckets - 1] = MatmulKernel{};
+            for (auto& row : p->prefill)
+                for (MatmulKernel& k : row) k = MatmulKernel{};
     }
     mode.set_prefill(nullptr);
     plan_tiles(mode);
@@ -171,10 +174,14 @@ void PackedBlock::make_prefill_kernels() {
 std::vector<const MatmulKernel*> PackedBlock::all_kernels() const {
     std::vector<const MatmulKernel*> all;  // none for a mode with kernels of its own
     if (gate_up.top()) all.push_back(&gate_up.top());
-    for (const Phase* p : {&gate_up, &down})
+    for (const Phase* p : {&gate_up, &down}) {
         for (const auto& row : p->kernels)
             for (const MatmulKernel& k : row)
                 if (k && &k != &gate_up.top()) all.push_back(&k);
+        for (const auto& row : p->prefill)
+            for (const MatmulKernel& k : row)
+                if (k) all.push_back(&k);
+    }
     return all;
 }
 

@@ -26,6 +26,10 @@ struct Phase {
     std::vector<dnnl::memory> tiles;       // packed weights, one per column tile (in the arena)
     std::vector<const void*> tile_data;    // their bytes, for a mode's own kernels
     MatmulKernel kernels[2][kRowBuckets];  // [last tile is narrower][row bucket]
+    // A mode's prefill path (precision.hpp): [tail][i] runs (i + 1) full
+    // 64-row tiles at once on plain unpacked weights, so that oneDNN packs
+    // them for its kernel once per task, not once per row tile.
+    MatmulKernel prefill[2][kMaxPrefillTiles];
 
     const MatmulKernel& kernel(std::int64_t tile, int bucket) const {
         return kernels[columns.is_tail(tile) ? 1 : 0][bucket];
@@ -34,8 +38,7 @@ struct Phase {
     std::int64_t outputs(std::int64_t tile) const {
         return columns.size(tile) * outputs_per_column;
     }
-    // The kernel that picked the packed layout: 64 rows, full-width tile
-    // (for a mode with kernels of its own: its prefill kernel, if any).
+    // The kernel that picked the packed layout: 64 rows, full-width tile.
     const MatmulKernel& top() const { return kernels[0][kRowBuckets - 1]; }
 };
 
@@ -50,9 +53,7 @@ public:
     const Phase& phase(PhaseId id) const { return id == PhaseId::gate_up ? gate_up : down; }
     // A mode with kernels of its own runs full-height row tiles through
     // oneDNN (its prefill path).
-    bool has_prefill() const {
-        return precision->own_kernels() && static_cast<bool>(gate_up.top());
-    }
+    bool has_prefill() const { return static_cast<bool>(gate_up.prefill[0][0]); }
 
     std::int64_t d = 0;
     std::int64_t f = 0;

@@ -40,6 +40,8 @@ inline constexpr std::int64_t kMaxRowTile = 64;
 // Tokens are processed in chunks of this many rows, so scratch memory does
 // not grow with the token count.
 inline constexpr std::int64_t kChunkRows = 256;
+// Full-height tiles a chunk holds at most.
+inline constexpr int kMaxPrefillTiles = static_cast<int>(kChunkRows / kMaxRowTile);
 // Enough for any chunk: max_row_bucket leaves at most 7 full-height tiles,
 // and the rest of a chunk takes at most one tile per smaller height.
 inline constexpr int kMaxRowTilesPerChunk = 16;

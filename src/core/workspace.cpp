@@ -8,29 +8,34 @@ namespace swiglu::detail {
 WorkerState::WorkerState(const PackedBlock& block)
     : stream(cpu_engine()),
       tile(static_cast<std::size_t>(
-          kMaxRowTile * std::max(2 * block.gate_up.columns.width, block.down.columns.width))),
+          (block.has_prefill() ? kChunkRows : kMaxRowTile) *
+          std::max(2 * block.gate_up.columns.width, block.down.columns.width))),
       scratchpad(block.scratchpad_bytes) {
     for (PhaseId p : {PhaseId::gate_up, PhaseId::down})
         for (int t = 0; t < 2; ++t)
             for (int b = 0; b < kRowBuckets; ++b)
                 if (const MatmulKernel& k = block.phase(p).kernels[t][b])
                     binding(p, t == 1, b).bind(k);
-    if (!block.precision->own_kernels()) return;
+    if (!block.has_prefill()) return;
     std::size_t bytes = 0;
     for (PhaseId p : {PhaseId::gate_up, PhaseId::down}) {
         const Phase& phase = block.phase(p);
         for (int t = 0; t < 2; ++t)
-            if (phase.kernels[t][kRowBuckets - 1])
+            if (phase.prefill[t][0])
                 bytes =
                     std::max(bytes, block.precision->unpacked_bytes(
                                         phase.k, phase.outputs(t ? phase.columns.count - 1 : 0)));
     }
     unpacked = AlignedBuffer<unsigned char>(bytes);
     for (PhaseId p : {PhaseId::gate_up, PhaseId::down})
-        for (int t = 0; t < 2; ++t)
-            if (const MatmulKernel& k = block.phase(p).kernels[t][kRowBuckets - 1])
-                unpacked_weights[static_cast<int>(p)][t] =
-                    dnnl::memory(k.weights, cpu_engine(), unpacked.data());
+        for (int t = 0; t < 2; ++t) {
+            const MatmulKernel* kernels = block.phase(p).prefill[t];
+            if (!kernels[0]) continue;
+            const int i = static_cast<int>(p);
+            unpacked_weights[i][t] =
+                dnnl::memory(kernels[0].weights, cpu_engine(), unpacked.data());
+            for (int h = 0; h < kMaxPrefillTiles; ++h) prefill_bindings[i][t][h].bind(kernels[h]);
+        }
 }
 
 Workspace::Workspace(const PackedBlock& block, int threads) {

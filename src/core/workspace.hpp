@@ -24,9 +24,10 @@ struct WorkerState {
     }
 
     dnnl::stream stream;
-    MatmulBinding bindings[kPhases][2][kRowBuckets];  // [phase][tail][bucket]
-    AlignedBuffer<float> tile;                        // one matmul result tile (f32 or s32)
-    AlignedBuffer<unsigned char> scratchpad;          // oneDNN's, for any kernel
+    MatmulBinding bindings[kPhases][2][kRowBuckets];               // [phase][tail][bucket]
+    MatmulBinding prefill_bindings[kPhases][2][kMaxPrefillTiles];  // Phase::prefill
+    AlignedBuffer<float> tile;  // one matmul result tile (f32 or s32; a prefill task's: all rows)
+    AlignedBuffer<unsigned char> scratchpad;  // oneDNN's, for any kernel
     // A mode's prefill path: the weight tile this worker unpacked last, as
     // oneDNN reads it (per phase and tail width), and which one it is.
     AlignedBuffer<unsigned char> unpacked;

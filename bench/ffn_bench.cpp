@@ -26,6 +26,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -37,6 +38,7 @@
 #include "ffn_bench.hpp"
 
 #include "baseline.hpp"
+#include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
 #include "swiglu/swiglu.hpp"
@@ -298,22 +300,11 @@ int affinity_count() {
 
 // ---------------------------------------------------------------- --profile
 
-// Median wall time of one call, seconds: one warm-up call, then calls until
-// at least 3 calls and 0.3 s.
-template <class Call>
-double time_call(Call&& call) {
-    call();
-    std::vector<double> t;
-    double total = 0;
-    while (t.size() < 3 || total < 0.3) {
-        const auto t0 = Clock::now();
-        call();
-        const double s = std::chrono::duration<double>(Clock::now() - t0).count();
-        t.push_back(s);
-        total += s;
-    }
-    std::nth_element(t.begin(), t.begin() + std::ptrdiff_t(t.size() / 2), t.end());
-    return t[t.size() / 2];
+// "12.3" or "-" for an unknown (negative) value.
+std::string fixed1(double v) {
+    char buf[32] = "-";
+    if (v >= 0) std::snprintf(buf, sizeof buf, "%.1f", v);
+    return buf;
 }
 
 }  // namespace
@@ -395,8 +386,10 @@ void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
 int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
-    std::printf("\n%-8s %-5s %5s %3s %10s %9s %8s %7s %7s %10s %8s\n", "shape", "dtype", "M", "T",
-                "ms/call", "GFLOP/s", "GB/s", "roof%", "bf16pk%", "base_ms", "speedup");
+    const double load_before = others_load(0.5);
+    std::printf("\n%-8s %-5s %5s %3s %10s %5s %9s %8s %7s %7s %10s %5s %9s %6s %s\n", "shape",
+                "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "roof%", "bf16pk%",
+                "base_ms", "speedup", "+-%", "others", "flags");
     std::fflush(stdout);
     std::vector<std::string> notes;
     BlockFixture& fx = fixture();
@@ -424,30 +417,48 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                     ffn = &fx.ffn(0, dtype);
                     const float* x = fx.x();
                     float* y = fx.y();
-                    double t_base = NAN;
+                    std::function<void()> base_call;
                     try {
                         Baseline& base = fx.baseline(m, threads, dtype);
                         base_impl = base.implementation();
-                        t_base = time_call([&] { base.forward(x, y); });
+                        base_call = [&base, x, y] { base.forward(x, y); };
                     } catch (const swiglu::Error& e) {
                         if (e.status() != swiglu::Status::unsupported) throw;
                         base_impl = std::string("not run: ") + e.what();
                     }
-                    const double t_ffn = time_call([&] { ffn->forward(x, y, m); });
+                    // ffn and baseline interleaved: both see the same machine.
+                    const PairTiming pt =
+                        time_interleaved([ffn, x, y, m] { ffn->forward(x, y, m); }, base_call);
+                    const double t_ffn = pt.a.median;
+                    const double t_base = pt.b.samples > 0 ? pt.b.median : NAN;
                     const double roof = roofline_seconds(s, m, threads, dtype);
                     char bf16pk[16] = "-";
                     if (dtype == Dtype::int8 || is_grouped(dtype))
                         std::snprintf(bf16pk, sizeof bf16pk, "%.1f",
                                       pct_of_bf16_peak(s, m, threads, t_ffn * 1e9));
-                    char base_ms[32] = "-", speedup[32] = "-";
+                    char base_ms[32] = "-", base_pm[16] = "-", speedup[32] = "-";
                     if (t_base == t_base) {  // not NaN: the baseline ran
                         std::snprintf(base_ms, sizeof base_ms, "%.4g", t_base * 1e3);
-                        std::snprintf(speedup, sizeof speedup, "%.2fx", t_base / t_ffn);
+                        std::snprintf(base_pm, sizeof base_pm, "%.0f", 50 * pt.ratio.spread());
+                        // A ratio the spread doesn't support, or measured while
+                        // other processes took a core's share (under load an
+                        // OpenMP baseline waits for a preempted thread at each
+                        // barrier: glass measured 1658x, consistently), is not
+                        // printed as a figure: in parentheses, and flagged.
+                        const bool doubtful = pt.noisy || pt.others > kBusyCpus;
+                        std::snprintf(speedup, sizeof speedup, doubtful ? "(%.2fx)" : "%.2fx",
+                                      pt.ratio.median);
                     }
-                    std::printf("%-8s %-5s %5lld %3d %10.4g %9.1f %8.1f %7.1f %7s %10s %8s\n",
-                                s.name, dn, (long long)m, threads, t_ffn * 1e3,
-                                s.flops(m) / t_ffn * 1e-9, s.weight_bytes(dtype) / t_ffn * 1e-9,
-                                100.0 * roof / t_ffn, bf16pk, base_ms, speedup);
+                    std::string flags;
+                    if (pt.noisy) flags += "noisy ";
+                    if (pt.others > kBusyCpus) flags += "busy";
+                    std::printf(
+                        "%-8s %-5s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s "
+                        "%s\n",
+                        s.name, dn, (long long)m, threads, t_ffn * 1e3, 50 * pt.a.spread(),
+                        s.flops(m) / t_ffn * 1e-9, s.weight_bytes(dtype) / t_ffn * 1e-9,
+                        100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm,
+                        fixed1(pt.others).c_str(), flags.c_str());
                     std::fflush(stdout);
                     char diff[96];
                     std::snprintf(diff, sizeof diff, "%sM=%lld %.2e", diffs.empty() ? "" : ", ",
@@ -472,11 +483,17 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
         "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate (>100: weights "
         "served from cache; q8_0, q4_0: the bf16 peak)\nbf16pk%% = int8, q8_0, q4_0 GOP/s as %% "
         "of the bf16 peak; GB/s = weight bytes of the dtype (4, 2, 1, 34/32, 18/32 per weight) "
-        "/ time; speedup = baseline time / ffn "
-        "time\n");
+        "/ time;\nms/call, base_ms = medians of ffn and baseline samples (batches of calls, the "
+        "two interleaved); speedup = median of the per-round ratios baseline / ffn; +-%% = half "
+        "the p10..p90 range, %% of the median (of ffn's samples, of the ratios); others = CPUs' "
+        "worth of time other processes used meanwhile; flags: noisy = the ratios' spread (ffn's "
+        "without a baseline) stayed over 20 %%, busy = others over 0.25: either puts the "
+        "speedup in parentheses (not a figure to quote)\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
     // The host's bandwidth swings: the M=1 rows' roof% uses the probe made
     // before the profile; this one shows whether it held.
+    std::printf("other processes' load: %s CPUs before the profile, %s after it\n",
+                fixed1(load_before).c_str(), fixed1(others_load(0.5)).c_str());
     const std::map<int, double> after = probe_dram_again();
     for (const auto& [t, gbs] : after)
         std::printf("dram_read_gbs_%dt: %.1f before the profile, %.1f after it\n", t, probe.dram(t),

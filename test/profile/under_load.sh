@@ -1,0 +1,35 @@
+#!/bin/bash
+# The profile's machinery on a loaded machine (issue 13): with a CPU-bound
+# process beside it, `swiglu_bench --profile` must see the load and say so,
+# and print no speed-up its own spread doesn't support. Not a timed test: it
+# checks what the table claims, not how fast anything ran.
+#   every row: `others` >= 0.25 CPUs and the flag `busy`;
+#   no speed-up printed as a figure (they are all in parentheses): under
+#   load an OpenMP baseline waits for a preempted thread at every barrier,
+#   a ratio of ~1600x at glass's one token, and it must not be quotable.
+set -euo pipefail
+bench=$1
+(while :; do :; done) &
+hog=$!
+trap 'kill "$hog" 2>/dev/null || true' EXIT
+out=$("$bench" --profile --quick --dtype f32 2>&1)
+kill "$hog"
+echo "$out"
+echo "$out" | awk '
+    # Table rows: shape, dtype, then M and T as numbers.
+    ($1 == "glass" || $1 == "cyber") && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ {
+        rows++
+        others = $14; flags = ""
+        for (i = 15; i <= NF; ++i) flags = flags " " $i
+        if (others == "-" || others + 0 < 0.25 || flags !~ /busy/) {
+            print "FAIL: the load is not reported: " $0; bad++
+        }
+        if ($12 != "-" && $12 !~ /^\(/) {
+            print "FAIL: a speed-up printed as a figure on a busy machine: " $0; bad++
+        }
+    }
+    END {
+        if (rows == 0) { print "FAIL: no table rows"; exit 1 }
+        if (bad > 0) exit 1
+        print rows " rows: load reported, no unsupported speed-up"
+    }'

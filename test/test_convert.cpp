@@ -13,10 +13,14 @@
 
 #include <doctest/doctest.h>
 
+#include "float_bits.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/kernel_table.hpp"
 
 namespace {
+
+using swiglu::test::bits;
+using swiglu::test::from_bits;
 
 using swiglu::detail::Isa;
 using swiglu::detail::KernelTable;
@@ -36,18 +40,6 @@ std::vector<Table> simd_isas() {
             out.push_back({swiglu::detail::isa_name(isa), k});
     }
     return out;
-}
-
-std::uint32_t bits(float v) {
-    std::uint32_t u;
-    std::memcpy(&u, &v, 4);
-    return u;
-}
-
-float from_bits(std::uint32_t u) {
-    float v;
-    std::memcpy(&v, &u, 4);
-    return v;
 }
 
 // Values that stress each conversion: signed zeros, subnormals, the largest

@@ -19,6 +19,7 @@
 #endif
 
 #include "common/half.hpp"
+#include "float_bits.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "reference.hpp"
 
@@ -26,11 +27,7 @@ using namespace swiglu::detail;
 
 namespace {
 
-float from_bits(std::uint32_t u) {
-    float v;
-    std::memcpy(&v, &u, 4);
-    return v;
-}
+using swiglu::test::from_bits;
 
 #if defined(__x86_64__)
 bool has_f16c() {

@@ -1,5 +1,5 @@
 // The conversions compiled for avx512, and its kernel table: src/CMakeLists.txt builds this file
-// (and only this one) with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx2 -mfma
+// (and only this one) with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx2 -mfma -mf16c
 // -ffp-contract=off; kernel_table.cpp calls it only after checking that the CPU and OS support it.
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
 

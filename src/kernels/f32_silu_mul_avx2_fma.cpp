@@ -1,5 +1,5 @@
 // AVX2 + FMA kernel. src/CMakeLists.txt compiles this file (and only this
-// one) with -mavx2 -mfma; xsimd's matching arch is fma3<avx2>. It is only
+// one) with -mavx2 -mfma -mf16c; xsimd's matching arch is fma3<avx2>. It is only
 // called after silu_mul_dispatch.cpp has checked the CPU and OS support it.
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
 

@@ -1,5 +1,5 @@
 // AVX-512 kernel. src/CMakeLists.txt compiles this file (and only this one)
-// with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx2 -mfma; xsimd's
+// with -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx2 -mfma -mf16c; xsimd's
 // matching arch is avx512bw (which builds on avx512dq/cd/f). It is only
 // called after silu_mul_dispatch.cpp has checked the CPU and OS support it.
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)

@@ -16,21 +16,20 @@
 //     64 FLOPs per instruction;
 //   vpdpbusd zmm (AVX512_VNNI): 16 s32 lanes, each += 4 u8 x s8 products:
 //     128 OPs per instruction.
-// (14 chains cover a 5-6 cycle latency at 2 per cycle.) Each runs only when
-// __builtin_cpu_supports says the CPU has the instruction; otherwise the f32
-// peak stands in for that dtype and the context says so
-// (peak_bf16_source: f32 (no avx512_bf16)).
+// (14 chains cover a 5-6 cycle latency at 2 per cycle.) Without VNNI the
+// int8 peak is that of AVX2's three-instruction dot product (int8_loop_avx2).
+// Each runs only when __builtin_cpu_supports says the CPU has the
+// instructions; otherwise the f32 peak stands in for that dtype and the
+// context says so (peak_bf16_source: f32 (no avx512_bf16)).
 //
-// DRAM. A sum reduction with 8 vector accumulators over a 1 GiB buffer
-// written before timing (so its pages exist); best of 3 passes. With T
-// threads each reads its own slice at the same time, and the rate is all
-// bytes over the time from the common start to the last thread's finish.
+// DRAM: read_probe.hpp's streaming read of a 1 GiB buffer (1, 2 or 4
+// streams per thread, the best kept).
 //
 // The measurements are taken in 3 rounds (every loop and thread count once
 // per round) and the best of the rounds is kept, so that a burst of activity
 // from other processes doesn't spoil a value. Whole probe: ~2-3 s, mostly the
-// compute loops (3 x 35 ms per loop and thread count) and writing the 1 GiB
-// buffer.
+// compute loops (3 x 35 ms per loop and thread count), writing the 1 GiB
+// buffer and reading it 3 x 3 times per thread count.
 #include "machine_probe.hpp"
 
 #include <benchmark/benchmark.h>
@@ -48,6 +47,9 @@
 #include <fstream>
 #include <functional>
 #include <thread>
+
+#include "pinned_threads.hpp"
+#include "read_probe.hpp"
 
 namespace swiglu_bench {
 namespace {
@@ -292,68 +294,52 @@ __attribute__((target("avx512f,avx512vnni"))) void int8_loop_avx512(std::uint64_
           "xmm11", "xmm12", "xmm13", "xmm14", "xmm15", "cc");
 }
 
-// ---------------------------------------------------------------- read loops
-// n is a multiple of 128 floats; p is 64-byte aligned.
-
-__attribute__((target("avx512f"))) float read_avx512(const float* p, std::size_t n) {
-    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    for (std::size_t i = 0; i < n; i += 128) {
-        a0 = _mm512_add_ps(a0, _mm512_load_ps(p + i));
-        a1 = _mm512_add_ps(a1, _mm512_load_ps(p + i + 16));
-        a2 = _mm512_add_ps(a2, _mm512_load_ps(p + i + 32));
-        a3 = _mm512_add_ps(a3, _mm512_load_ps(p + i + 48));
-        a4 = _mm512_add_ps(a4, _mm512_load_ps(p + i + 64));
-        a5 = _mm512_add_ps(a5, _mm512_load_ps(p + i + 80));
-        a6 = _mm512_add_ps(a6, _mm512_load_ps(p + i + 96));
-        a7 = _mm512_add_ps(a7, _mm512_load_ps(p + i + 112));
-    }
-    a0 = _mm512_add_ps(_mm512_add_ps(_mm512_add_ps(a0, a1), _mm512_add_ps(a2, a3)),
-                       _mm512_add_ps(_mm512_add_ps(a4, a5), _mm512_add_ps(a6, a7)));
-    alignas(64) float lanes[16];
-    _mm512_store_ps(lanes, a0);
-    float s = 0;
-    for (float v : lanes) s += v;
-    return s;
-}
-
-__attribute__((target("avx2"))) float read_avx2(const float* p, std::size_t n) {
-    __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    for (std::size_t i = 0; i < n; i += 64) {
-        a0 = _mm256_add_ps(a0, _mm256_load_ps(p + i));
-        a1 = _mm256_add_ps(a1, _mm256_load_ps(p + i + 8));
-        a2 = _mm256_add_ps(a2, _mm256_load_ps(p + i + 16));
-        a3 = _mm256_add_ps(a3, _mm256_load_ps(p + i + 24));
-        a4 = _mm256_add_ps(a4, _mm256_load_ps(p + i + 32));
-        a5 = _mm256_add_ps(a5, _mm256_load_ps(p + i + 40));
-        a6 = _mm256_add_ps(a6, _mm256_load_ps(p + i + 48));
-        a7 = _mm256_add_ps(a7, _mm256_load_ps(p + i + 56));
-    }
-    a0 = _mm256_add_ps(_mm256_add_ps(_mm256_add_ps(a0, a1), _mm256_add_ps(a2, a3)),
-                       _mm256_add_ps(_mm256_add_ps(a4, a5), _mm256_add_ps(a6, a7)));
-    alignas(32) float lanes[8];
-    _mm256_store_ps(lanes, a0);
-    float s = 0;
-    for (float v : lanes) s += v;
-    return s;
-}
-
-float read_sse2(const float* p, std::size_t n) {
-    __m128 a0 = _mm_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, a4 = a0, a5 = a0, a6 = a0, a7 = a0;
-    for (std::size_t i = 0; i < n; i += 32) {
-        a0 = _mm_add_ps(a0, _mm_load_ps(p + i));
-        a1 = _mm_add_ps(a1, _mm_load_ps(p + i + 4));
-        a2 = _mm_add_ps(a2, _mm_load_ps(p + i + 8));
-        a3 = _mm_add_ps(a3, _mm_load_ps(p + i + 12));
-        a4 = _mm_add_ps(a4, _mm_load_ps(p + i + 16));
-        a5 = _mm_add_ps(a5, _mm_load_ps(p + i + 20));
-        a6 = _mm_add_ps(a6, _mm_load_ps(p + i + 24));
-        a7 = _mm_add_ps(a7, _mm_load_ps(p + i + 28));
-    }
-    a0 = _mm_add_ps(_mm_add_ps(_mm_add_ps(a0, a1), _mm_add_ps(a2, a3)),
-                    _mm_add_ps(_mm_add_ps(a4, a5), _mm_add_ps(a6, a7)));
-    alignas(16) float lanes[4];
-    _mm_store_ps(lanes, a0);
-    return lanes[0] + lanes[1] + lanes[2] + lanes[3];
+// Without VNNI an int8 dot product with 32-bit sums is three instructions
+// (oneDNN's AVX2 int8 kernels and ggml's are built on them): vpmaddubsw
+// (u8 x s8 pairs -> s16), vpmaddwd by ones (s16 pairs -> s32), vpaddd. Six
+// chains: acc (s32, 0) += 4-way dot(1u8, 0s8). 6 x 32 products x 2 OPs per
+// iteration. Both multiplies share the vector multiply ports, so this is
+// half of what vpmaddubsw alone could issue.
+__attribute__((target("avx2"))) void int8_loop_avx2(std::uint64_t iters) {
+    asm volatile(
+        "vpcmpeqb %%ymm14, %%ymm14, %%ymm14\n\t"
+        "vpabsb %%ymm14, %%ymm14\n\t"          // u8 multiplicand: 1
+        "vpxor %%ymm15, %%ymm15, %%ymm15\n\t"  // s8 multiplicand: 0
+        "vpcmpeqw %%ymm13, %%ymm13, %%ymm13\n\t"
+        "vpabsw %%ymm13, %%ymm13\n\t"  // s16 ones
+        "vpxor %%ymm0, %%ymm0, %%ymm0\n\t"
+        "vmovdqa %%ymm0, %%ymm1\n\t"
+        "vmovdqa %%ymm0, %%ymm2\n\t"
+        "vmovdqa %%ymm0, %%ymm3\n\t"
+        "vmovdqa %%ymm0, %%ymm4\n\t"
+        "vmovdqa %%ymm0, %%ymm5\n\t"
+        ".p2align 5\n"
+        "1:\n\t"
+        "vpmaddubsw %%ymm15, %%ymm14, %%ymm6\n\t"
+        "vpmaddubsw %%ymm15, %%ymm14, %%ymm7\n\t"
+        "vpmaddubsw %%ymm15, %%ymm14, %%ymm8\n\t"
+        "vpmaddubsw %%ymm15, %%ymm14, %%ymm9\n\t"
+        "vpmaddubsw %%ymm15, %%ymm14, %%ymm10\n\t"
+        "vpmaddubsw %%ymm15, %%ymm14, %%ymm11\n\t"
+        "vpmaddwd %%ymm13, %%ymm6, %%ymm6\n\t"
+        "vpmaddwd %%ymm13, %%ymm7, %%ymm7\n\t"
+        "vpmaddwd %%ymm13, %%ymm8, %%ymm8\n\t"
+        "vpmaddwd %%ymm13, %%ymm9, %%ymm9\n\t"
+        "vpmaddwd %%ymm13, %%ymm10, %%ymm10\n\t"
+        "vpmaddwd %%ymm13, %%ymm11, %%ymm11\n\t"
+        "vpaddd %%ymm6, %%ymm0, %%ymm0\n\t"
+        "vpaddd %%ymm7, %%ymm1, %%ymm1\n\t"
+        "vpaddd %%ymm8, %%ymm2, %%ymm2\n\t"
+        "vpaddd %%ymm9, %%ymm3, %%ymm3\n\t"
+        "vpaddd %%ymm10, %%ymm4, %%ymm4\n\t"
+        "vpaddd %%ymm11, %%ymm5, %%ymm5\n\t"
+        "dec %[n]\n\t"
+        "jnz 1b\n\t"
+        "vzeroupper\n\t"
+        : [n] "+r"(iters)
+        :
+        : "xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7", "xmm8", "xmm9", "xmm10",
+          "xmm11", "xmm13", "xmm14", "xmm15", "cc");
 }
 
 // One compute loop: runs `iters` iterations of `ops_per_iter` FLOPs (OPs).
@@ -366,7 +352,6 @@ struct ComputeLoop {
 struct Kernels {
     const char* isa;
     ComputeLoop fma;
-    float (*read)(const float*, std::size_t);
     ComputeLoop bf16, int8;  // empty when the CPU lacks the instruction
     const char* bf16_source;
     const char* int8_source;
@@ -378,15 +363,12 @@ Kernels pick_kernels() {
     if (__builtin_cpu_supports("avx512f")) {
         k.isa = "avx512f";
         k.fma = {fma_loop_avx512, 12 * 16 * 2};
-        k.read = read_avx512;
     } else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) {
         k.isa = "avx2+fma";
         k.fma = {fma_loop_avx2, 12 * 8 * 2};
-        k.read = read_avx2;
     } else {
         k.isa = "sse2";
         k.fma = {fma_loop_sse2, 24 * 4};
-        k.read = read_sse2;
     }
     const bool zmm = __builtin_cpu_supports("avx512f");
     if (zmm && __builtin_cpu_supports("avx512bf16")) {
@@ -398,65 +380,14 @@ Kernels pick_kernels() {
     if (zmm && __builtin_cpu_supports("avx512vnni")) {
         k.int8 = {int8_loop_avx512, 14 * 16 * 4 * 2};
         k.int8_source = "vpdpbusd zmm";
+    } else if (__builtin_cpu_supports("avx2")) {
+        k.int8 = {int8_loop_avx2, 6 * 32 * 2};
+        k.int8_source = "vpmaddubsw+vpmaddwd+vpaddd ymm";
     } else {
-        k.int8_source = "f32 (no avx512_vnni)";
+        k.int8_source = "f32 (no avx2)";
     }
     return k;
 }
-
-// ---------------------------------------------------------------- threads
-
-std::vector<int> affinity_cpus() {
-    std::vector<int> cpus;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    if (sched_getaffinity(0, sizeof set, &set) == 0)
-        for (int c = 0; c < CPU_SETSIZE; ++c)
-            if (CPU_ISSET(c, &set)) cpus.push_back(c);
-    return cpus;
-}
-
-// All threads leave wait() together; reusable.
-class SpinBarrier {
-public:
-    explicit SpinBarrier(int n) : n_(n) {}
-    void wait() {
-        const int gen = gen_.load(std::memory_order_acquire);
-        if (count_.fetch_add(1, std::memory_order_acq_rel) + 1 == n_) {
-            count_.store(0, std::memory_order_relaxed);
-            gen_.fetch_add(1, std::memory_order_acq_rel);
-            return;
-        }
-        while (gen_.load(std::memory_order_acquire) == gen) std::this_thread::yield();
-    }
-
-private:
-    const int n_;
-    std::atomic<int> count_{0};
-    std::atomic<int> gen_{0};
-};
-
-// Runs fn(i) on `n` new threads, thread i pinned to the i-th CPU of this
-// process's affinity set (mod its size); returns when all are done.
-void run_pinned(int n, const std::function<void(int)>& fn) {
-    static const std::vector<int> cpus = affinity_cpus();
-    std::vector<std::thread> threads;
-    threads.reserve(n);
-    for (int i = 0; i < n; ++i) {
-        threads.emplace_back([&fn, i] {
-            if (!cpus.empty()) {
-                cpu_set_t set;
-                CPU_ZERO(&set);
-                CPU_SET(cpus[std::size_t(i) % cpus.size()], &set);
-                pthread_setaffinity_np(pthread_self(), sizeof set, &set);
-            }
-            fn(i);
-        });
-    }
-    for (auto& t : threads) t.join();
-}
-
-volatile float g_sink = 0;
 
 // ---------------------------------------------------------------- measurements
 
@@ -492,63 +423,6 @@ double measure_peak(const ComputeLoop& loop, int threads, std::uint64_t iters, i
         double sum = 0;
         for (int i = 0; i < threads; ++i) sum += rate[std::size_t(r) * threads + i];
         best = std::max(best, sum);
-    }
-    return best;
-}
-
-struct ReadBuffer {
-    float* data = nullptr;
-    std::size_t floats = 0;
-    ~ReadBuffer() { std::free(data); }
-};
-
-// Allocates `bytes` (falls back to smaller sizes) and writes every page,
-// each of `threads` threads its own slice.
-void make_read_buffer(ReadBuffer& buf, std::size_t bytes, int threads) {
-    const std::size_t align = std::size_t(2) << 20;
-    while (bytes >= (std::size_t(64) << 20)) {
-        buf.data = static_cast<float*>(std::aligned_alloc(align, bytes));
-        if (buf.data) break;
-        bytes /= 2;
-    }
-    if (!buf.data) return;
-    madvise(buf.data, bytes, MADV_HUGEPAGE);
-    buf.floats = bytes / sizeof(float);
-    run_pinned(threads, [&](int i) {
-        const std::size_t lo = buf.floats * std::size_t(i) / std::size_t(threads);
-        const std::size_t hi = buf.floats * std::size_t(i + 1) / std::size_t(threads);
-        std::fill(buf.data + lo, buf.data + hi, 1.0f);
-    });
-}
-
-// All bytes read over (last finish - first start), GB/s; best of `passes`.
-double measure_dram(const Kernels& k, const ReadBuffer& buf, int threads, int passes) {
-    // Slices are multiples of 128 floats (the read kernels' step).
-    const std::size_t blocks = buf.floats / 128;
-    std::vector<Clock::time_point> start(std::size_t(threads) * passes),
-        stop(std::size_t(threads) * passes);
-    SpinBarrier barrier(threads);
-    run_pinned(threads, [&](int i) {
-        const std::size_t lo = blocks * std::size_t(i) / std::size_t(threads) * 128;
-        const std::size_t hi = blocks * std::size_t(i + 1) / std::size_t(threads) * 128;
-        float sum = 0;
-        for (int p = 0; p < passes; ++p) {
-            barrier.wait();
-            start[std::size_t(p) * threads + i] = Clock::now();
-            sum += k.read(buf.data + lo, hi - lo);
-            stop[std::size_t(p) * threads + i] = Clock::now();
-        }
-        g_sink = g_sink + sum;
-    });
-    const double bytes = double(blocks * 128) * sizeof(float);
-    double best = 0;
-    for (int p = 0; p < passes; ++p) {
-        auto t0 = start[std::size_t(p) * threads], t1 = stop[std::size_t(p) * threads];
-        for (int i = 1; i < threads; ++i) {
-            t0 = std::min(t0, start[std::size_t(p) * threads + i]);
-            t1 = std::max(t1, stop[std::size_t(p) * threads + i]);
-        }
-        best = std::max(best, bytes / std::chrono::duration<double>(t1 - t0).count() * 1e-9);
     }
     return best;
 }
@@ -600,12 +474,12 @@ std::string fmt1(double v) {
 }  // namespace
 
 double MachineProbe::peak(int t, swiglu::Dtype dtype) const {
-    // q8_0 and q4_0 are measured against the bf16 peak: what their weights
-    // would run at unpacked to bf16 (their int8 kernels are no vpdpbusd ones).
-    const bool bf16_peak = dtype == swiglu::Dtype::bf16 || dtype == swiglu::Dtype::q8_0 ||
+    // q8_0 and q4_0 multiply s8 quants: their kernels are int8 dot
+    // products, so the int8 peak bounds them.
+    const bool int8_peak = dtype == swiglu::Dtype::int8 || dtype == swiglu::Dtype::q8_0 ||
                            dtype == swiglu::Dtype::q4_0;
-    const std::map<int, double>& m = bf16_peak                      ? peak_bf16_gflops
-                                     : dtype == swiglu::Dtype::int8 ? peak_int8_gops
+    const std::map<int, double>& m = int8_peak                      ? peak_int8_gops
+                                     : dtype == swiglu::Dtype::bf16 ? peak_bf16_gflops
                                                                     : peak_gflops;
     if (m.empty()) return 0;
     auto it = m.upper_bound(t);
@@ -655,20 +529,19 @@ const MachineProbe& run_machine_probe(int threads_default) {
     if (k.bf16) peaks.push_back({&k.bf16, &p.peak_bf16_gflops, 0});
     if (k.int8) peaks.push_back({&k.int8, &p.peak_int8_gops, 0});
     for (Peak& pk : peaks) pk.iters = calibrate(*pk.loop, 0.035);
-    ReadBuffer buf;
-    make_read_buffer(buf, std::size_t(1) << 30, max_threads);
+    DramReader dram(max_threads);
     for (int round = 0; round < 3; ++round) {
         for (const Peak& pk : peaks)
             for (int t : p.threads)
                 (*pk.out)[t] = std::max((*pk.out)[t], measure_peak(*pk.loop, t, pk.iters, 2));
-        if (buf.data)
-            for (int t : p.threads)
-                p.dram_gbs[t] = std::max(p.dram_gbs[t], measure_dram(k, buf, t, 1));
+        if (dram)
+            for (int t : p.threads) p.dram_gbs[t] = std::max(p.dram_gbs[t], dram.measure(t));
     }
     // No such instruction: the f32 peak stands in (bf16_source / int8_source
     // say so).
     if (!k.bf16) p.peak_bf16_gflops = p.peak_gflops;
     if (!k.int8) p.peak_int8_gops = p.peak_gflops;
+    p.dram_streams = dram.best_streams();
     p.seconds = seconds_since(t_start);
     p.measured = true;
     g_probe = p;
@@ -678,12 +551,10 @@ const MachineProbe& run_machine_probe(int threads_default) {
 std::map<int, double> probe_dram_again() {
     std::map<int, double> out;
     if (!g_probe.measured) return out;
-    const Kernels k = pick_kernels();
-    ReadBuffer buf;
-    make_read_buffer(buf, std::size_t(1) << 30, g_probe.threads.back());
-    if (!buf.data) return out;
+    DramReader dram(g_probe.threads.back());
+    if (!dram) return out;
     for (int round = 0; round < 3; ++round)
-        for (int t : g_probe.threads) out[t] = std::max(out[t], measure_dram(k, buf, t, 1));
+        for (int t : g_probe.threads) out[t] = std::max(out[t], dram.measure(t));
     return out;
 }
 
@@ -701,6 +572,7 @@ void add_probe_context(const MachineProbe& p) {
     benchmark::AddCustomContext("peak_int8_source", p.int8_source);
     for (const auto& [t, v] : p.dram_gbs)
         benchmark::AddCustomContext("dram_read_gbs_" + std::to_string(t) + "t", fmt1(v));
+    benchmark::AddCustomContext("dram_read_streams", std::to_string(p.dram_streams));
     benchmark::AddCustomContext("probe_seconds", fmt1(p.seconds));
     benchmark::AddCustomContext("probe_cpu_idle_pct_before", fmt1(p.idle_pct_before));
 }
@@ -714,6 +586,7 @@ void print_probe(const MachineProbe& p) {
     for (const auto& [t, v] : p.peak_int8_gops) std::printf("peak_int8_gops_%dt: %.1f\n", t, v);
     std::printf("peak_int8_source: %s\n", p.int8_source.c_str());
     for (const auto& [t, v] : p.dram_gbs) std::printf("dram_read_gbs_%dt: %.1f\n", t, v);
+    std::printf("dram_read_streams: %d\n", p.dram_streams);
     std::printf("probe_seconds: %.1f\nprobe_cpu_idle_pct_before: %.1f\n", p.seconds,
                 p.idle_pct_before);
 }

@@ -20,12 +20,15 @@ struct MachineProbe {
     std::vector<int> threads;  // thread counts measured
     std::map<int, double> peak_gflops;       // threads -> f32 GFLOP/s, all threads together
     std::map<int, double> peak_bf16_gflops;  // threads -> bf16 GFLOP/s (vdpbf16ps zmm)
-    std::map<int, double> peak_int8_gops;    // threads -> int8 GOP/s (vpdpbusd zmm)
+    std::map<int, double> peak_int8_gops;    // threads -> int8 GOP/s (vpdpbusd zmm, or
+                                             // vpmaddubsw+vpmaddwd+vpaddd ymm without VNNI)
     // Where the bf16 / int8 peaks come from: the instruction probed
-    // ("vdpbf16ps zmm", "vpdpbusd zmm"), or "f32 (no avx512_bf16)" /
-    // "f32 (no avx512_vnni)" when the CPU lacks it and the f32 peak stands in.
+    // ("vdpbf16ps zmm", "vpdpbusd zmm", "vpmaddubsw+vpmaddwd+vpaddd ymm"), or
+    // "f32 (no avx512_bf16)" / "f32 (no avx2)" when the CPU lacks it and the
+    // f32 peak stands in.
     std::string bf16_source, int8_source;
     std::map<int, double> dram_gbs;  // threads -> GB/s (1e9 bytes/s), all threads together
+    int dram_streams = 1;            // streams per thread of the best DRAM read (read_probe.hpp)
     double seconds = 0;              // how long the probe took
     // Share of all CPUs idle during 0.2 s just before the probe (-1 if
     // unknown). Well below 100 means other processes were running: the
@@ -36,7 +39,8 @@ struct MachineProbe {
     // The value for `threads`; a count that was not measured is estimated
     // from the nearest measured one below it (scaled linearly for the compute
     // peaks, not scaled for bandwidth). peak(t, dtype): the f32, bf16 or int8
-    // peak (FLOP/s or OP/s, in units of 1e9).
+    // peak (FLOP/s or OP/s, in units of 1e9); q8_0 and q4_0 get the int8
+    // one (their kernels multiply s8 quants).
     double peak(int threads, swiglu::Dtype dtype = swiglu::Dtype::f32) const;
     double dram(int threads) const;
 };

@@ -9,10 +9,10 @@
 //                     2 (bf16) or 1 (int8) bytes
 //   roofline_pct      100 * t_roofline / time, with t_roofline =
 //                     max(FLOPs / peak(dtype, T), weight bytes(dtype) /
-//                     dram_read(T)) from the machine probe, peak(dtype) being
-//                     the f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate. Over
-//                     100 means the weights came from cache, not DRAM (glass
-//                     and cyber fit in L2/L3).
+//                     read rate(T)) (roofline.hpp), peak(dtype) being the f32
+//                     FMA, bf16 vdpbf16ps or int8 dot-product rate (q8_0,
+//                     q4_0: int8), the read rate that of the level holding
+//                     the weights (glass and cyber: L2/L3; llama7b: DRAM).
 //   pct_of_bf16_peak  int8 rows only: 100 * GFLOPs / peak(bf16, T), how the
 //                     int8 block compares with what bf16 could do at most.
 #include <benchmark/benchmark.h>
@@ -40,6 +40,7 @@
 #include "baseline.hpp"
 #include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
+#include "roofline.hpp"
 #include "shapes.hpp"
 #include "swiglu/swiglu.hpp"
 #include "weights.hpp"
@@ -206,14 +207,6 @@ BlockFixture& fixture() {
     return fx;
 }
 
-double roofline_seconds(const Shape& s, std::int64_t tokens, int threads, Dtype dtype) {
-    const MachineProbe& p = machine();
-    const double peak = p.peak(threads, dtype), bw = p.dram(threads);
-    const double t_flops = peak > 0 ? s.flops(tokens) / (peak * 1e9) : 0;
-    const double t_bytes = bw > 0 ? s.weight_bytes(dtype) / (bw * 1e9) : 0;
-    return std::max(t_flops, t_bytes);
-}
-
 // 100 * achieved rate / bf16 peak (0 when unknown).
 double pct_of_bf16_peak(const Shape& s, std::int64_t tokens, int threads, double ns) {
     const double peak = machine().peak(threads, Dtype::bf16);
@@ -225,7 +218,7 @@ void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int
     st.counters["ns_per_call"] = ns;
     st.counters["GFLOPs"] = s.flops(tokens) / ns;
     st.counters["GBs"] = s.weight_bytes(dtype) / ns;
-    st.counters["roofline_pct"] = 100.0 * roofline_seconds(s, tokens, threads, dtype) * 1e9 / ns;
+    st.counters["roofline_pct"] = 100.0 * roofline(s, tokens, threads, dtype).seconds() * 1e9 / ns;
     if (dtype == Dtype::int8 || is_grouped(dtype))
         st.counters["pct_of_bf16_peak"] = pct_of_bf16_peak(s, tokens, threads, ns);
 }
@@ -383,6 +376,40 @@ void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
     }
 }
 
+// The flags column: noisy (the spread that matters stayed wide), busy
+// (other processes took over kBusyCpus CPUs' worth of time meanwhile).
+std::string row_flags(const PairTiming& pt) {
+    std::string flags;
+    if (pt.noisy) flags += "noisy ";
+    if (pt.others > kBusyCpus) flags += "busy";
+    return flags;
+}
+
+// Calls body(shape, dtype, ffn) for each shape (llama7b unless `quick`) and
+// dtype, ffn on the library's default threads; a dtype this CPU can't run
+// gets a "skipped" row instead. One shape's weights are alive at a time.
+template <class Body>
+void for_each_block(bool quick, const std::vector<Dtype>& dtypes, Body&& body) {
+    BlockFixture& fx = fixture();
+    for (const Shape& s : all_shapes()) {
+        if (quick && is_big(s)) continue;
+        fx.use_shape(s);
+        for (Dtype dtype : dtypes) {
+            swiglu::Ffn* ffn = nullptr;
+            try {
+                ffn = &fx.ffn(0, dtype);
+            } catch (const swiglu::Error& e) {
+                if (e.status() != swiglu::Status::unsupported) throw;
+                std::printf("%-8s %-5s   skipped: %s\n", s.name, swiglu::dtype_name(dtype),
+                            e.what());
+                std::fflush(stdout);
+                continue;
+            }
+            body(s, dtype, ffn);
+        }
+    }
+}
+
 int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
@@ -395,93 +422,79 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     BlockFixture& fx = fixture();
     const auto t_start = Clock::now();
     try {
-        for (const Shape& s : all_shapes()) {
-            if (quick && is_big(s)) continue;
-            fx.use_shape(s);
-            for (Dtype dtype : dtypes) {
-                const char* dn = swiglu::dtype_name(dtype);
-                swiglu::Ffn* ffn = nullptr;
+        for_each_block(quick, dtypes, [&](const Shape& s, Dtype dtype, swiglu::Ffn* ffn) {
+            const char* dn = swiglu::dtype_name(dtype);
+            const int threads = ffn->threads();
+            const swiglu::Implementation impl = ffn->implementation();
+            std::string base_impl, diffs;
+            for (std::int64_t m : {std::int64_t(1), std::int64_t(16), std::int64_t(512)}) {
+                const Verified v = fx.verify(m, 0, threads, dtype);
+                ffn = &fx.ffn(0, dtype);
+                const float* x = fx.x();
+                float* y = fx.y();
+                std::function<void()> base_call;
                 try {
-                    ffn = &fx.ffn(0, dtype);
+                    Baseline& base = fx.baseline(m, threads, dtype);
+                    base_impl = base.implementation();
+                    base_call = [&base, x, y] { base.forward(x, y); };
                 } catch (const swiglu::Error& e) {
                     if (e.status() != swiglu::Status::unsupported) throw;
-                    std::printf("%-8s %-5s   skipped: %s\n", s.name, dn, e.what());
-                    std::fflush(stdout);
-                    continue;
+                    base_impl = std::string("not run: ") + e.what();
                 }
-                const int threads = ffn->threads();
-                const swiglu::Implementation impl = ffn->implementation();
-                std::string base_impl, diffs;
-                for (std::int64_t m : {std::int64_t(1), std::int64_t(16), std::int64_t(512)}) {
-                    const Verified v = fx.verify(m, 0, threads, dtype);
-                    ffn = &fx.ffn(0, dtype);
-                    const float* x = fx.x();
-                    float* y = fx.y();
-                    std::function<void()> base_call;
-                    try {
-                        Baseline& base = fx.baseline(m, threads, dtype);
-                        base_impl = base.implementation();
-                        base_call = [&base, x, y] { base.forward(x, y); };
-                    } catch (const swiglu::Error& e) {
-                        if (e.status() != swiglu::Status::unsupported) throw;
-                        base_impl = std::string("not run: ") + e.what();
-                    }
-                    // ffn and baseline interleaved: both see the same machine.
-                    const PairTiming pt =
-                        time_interleaved([ffn, x, y, m] { ffn->forward(x, y, m); }, base_call);
-                    const double t_ffn = pt.a.median;
-                    const double t_base = pt.b.samples > 0 ? pt.b.median : NAN;
-                    const double roof = roofline_seconds(s, m, threads, dtype);
-                    char bf16pk[16] = "-";
-                    if (dtype == Dtype::int8 || is_grouped(dtype))
-                        std::snprintf(bf16pk, sizeof bf16pk, "%.1f",
-                                      pct_of_bf16_peak(s, m, threads, t_ffn * 1e9));
-                    char base_ms[32] = "-", base_pm[16] = "-", speedup[32] = "-";
-                    if (t_base == t_base) {  // not NaN: the baseline ran
-                        std::snprintf(base_ms, sizeof base_ms, "%.4g", t_base * 1e3);
-                        std::snprintf(base_pm, sizeof base_pm, "%.0f", 50 * pt.ratio.spread());
-                        // A ratio the spread doesn't support, or measured while
-                        // other processes took a core's share (under load an
-                        // OpenMP baseline waits for a preempted thread at each
-                        // barrier: glass measured 1658x, consistently), is not
-                        // printed as a figure: in parentheses, and flagged.
-                        const bool doubtful = pt.noisy || pt.others > kBusyCpus;
-                        std::snprintf(speedup, sizeof speedup, doubtful ? "(%.2fx)" : "%.2fx",
-                                      pt.ratio.median);
-                    }
-                    std::string flags;
-                    if (pt.noisy) flags += "noisy ";
-                    if (pt.others > kBusyCpus) flags += "busy";
-                    std::printf(
-                        "%-8s %-5s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s "
-                        "%s\n",
-                        s.name, dn, (long long)m, threads, t_ffn * 1e3, 50 * pt.a.spread(),
-                        s.flops(m) / t_ffn * 1e-9, s.weight_bytes(dtype) / t_ffn * 1e-9,
-                        100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm,
-                        fixed1(pt.others).c_str(), flags.c_str());
-                    std::fflush(stdout);
-                    char diff[96];
-                    std::snprintf(diff, sizeof diff, "%sM=%lld %.2e", diffs.empty() ? "" : ", ",
-                                  (long long)m, v.diff);
-                    diffs += diff;
-                    if (v.against != dtype)
-                        diffs +=
-                            std::string(" (vs the ") + swiglu::dtype_name(v.against) + " baseline)";
+                // ffn and baseline interleaved: both see the same machine.
+                const PairTiming pt =
+                    time_interleaved([ffn, x, y, m] { ffn->forward(x, y, m); }, base_call);
+                const double t_ffn = pt.a.median;
+                const double t_base = pt.b.samples > 0 ? pt.b.median : NAN;
+                const double roof = roofline(s, m, threads, dtype).seconds();
+                char bf16pk[16] = "-";
+                if (dtype == Dtype::int8 || is_grouped(dtype))
+                    std::snprintf(bf16pk, sizeof bf16pk, "%.1f",
+                                  pct_of_bf16_peak(s, m, threads, t_ffn * 1e9));
+                char base_ms[32] = "-", base_pm[16] = "-", speedup[32] = "-";
+                if (t_base == t_base) {  // not NaN: the baseline ran
+                    std::snprintf(base_ms, sizeof base_ms, "%.4g", t_base * 1e3);
+                    std::snprintf(base_pm, sizeof base_pm, "%.0f", 50 * pt.ratio.spread());
+                    // A ratio the spread doesn't support, or measured while
+                    // other processes took a core's share (under load an
+                    // OpenMP baseline waits for a preempted thread at each
+                    // barrier: glass measured 1658x, consistently), is not
+                    // printed as a figure: in parentheses, and flagged.
+                    const bool doubtful = pt.noisy || pt.others > kBusyCpus;
+                    std::snprintf(speedup, sizeof speedup, doubtful ? "(%.2fx)" : "%.2fx",
+                                  pt.ratio.median);
                 }
-                notes.push_back(std::string(s.name) + " " + dn + ": ffn matmul=" + impl.matmul +
-                                " activation=" + impl.activation +
-                                " threads=" + std::to_string(impl.threads) + "; baseline " +
-                                base_impl + "; max rel diff vs baseline " + diffs);
+                const std::string flags = row_flags(pt);
+                std::printf(
+                    "%-8s %-5s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s "
+                    "%s\n",
+                    s.name, dn, (long long)m, threads, t_ffn * 1e3, 50 * pt.a.spread(),
+                    s.flops(m) / t_ffn * 1e-9, s.weight_bytes(dtype) / t_ffn * 1e-9,
+                    100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm,
+                    fixed1(pt.others).c_str(), flags.c_str());
+                std::fflush(stdout);
+                char diff[96];
+                std::snprintf(diff, sizeof diff, "%sM=%lld %.2e", diffs.empty() ? "" : ", ",
+                              (long long)m, v.diff);
+                diffs += diff;
+                if (v.against != dtype)
+                    diffs +=
+                        std::string(" (vs the ") + swiglu::dtype_name(v.against) + " baseline)";
             }
-        }
+            notes.push_back(std::string(s.name) + " " + dn + ": ffn matmul=" + impl.matmul +
+                            " activation=" + impl.activation +
+                            " threads=" + std::to_string(impl.threads) + "; baseline " + base_impl +
+                            "; max rel diff vs baseline " + diffs);
+        });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "swiglu_bench --profile: %s\n", e.what());
         return 1;
     }
     std::printf(
-        "\nroof%% = 100 * max(FLOPs/peak(dtype), weight bytes(dtype)/dram_read) / time, "
-        "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 vpdpbusd rate (>100: weights "
-        "served from cache; q8_0, q4_0: the bf16 peak)\nbf16pk%% = int8, q8_0, q4_0 GOP/s as %% "
+        "\nroof%% = 100 * max(FLOPs/peak(dtype), weight bytes(dtype)/read rate) / time, "
+        "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 dot-product rate (q8_0, q4_0: int8), "
+        "read rate = of a buffer the weights' size (the cache level or DRAM that holds them; "
+        "the DRAM probe's from 256 MiB)\nbf16pk%% = int8, q8_0, q4_0 GOP/s as %% "
         "of the bf16 peak; GB/s = weight bytes of the dtype (4, 2, 1, 34/32, 18/32 per weight) "
         "/ time;\nms/call, base_ms = medians of ffn and baseline samples (batches of calls, the "
         "two interleaved); speedup = median of the per-round ratios baseline / ffn; +-%% = half "
@@ -499,6 +512,55 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
         std::printf("dram_read_gbs_%dt: %.1f before the profile, %.1f after it\n", t, probe.dram(t),
                     gbs);
     std::printf("profile: %.0f s\n", std::chrono::duration<double>(Clock::now() - t_start).count());
+    return 0;
+}
+
+int run_ridge(bool quick, const std::vector<Dtype>& dtypes) {
+    const MachineProbe& probe = machine();
+    print_probe(probe);
+    const double load_before = others_load(0.5);
+    std::printf("\n%-8s %-5s %3s %3s %9s %5s %9s %8s %8s %9s %9s %9s %-7s %6s %6s %s\n", "shape",
+                "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "read", "bytes_ms",
+                "flops_ms", "limit_ms", "bound", "share", "others", "flags");
+    std::fflush(stdout);
+    BlockFixture& fx = fixture();
+    const auto t_start = Clock::now();
+    try {
+        for_each_block(quick, dtypes, [&](const Shape& s, Dtype dtype, swiglu::Ffn* ffn) {
+            const char* dn = swiglu::dtype_name(dtype);
+            const int threads = ffn->threads();
+            for (std::int64_t m : kRidgeTokens) {
+                const float* x = fx.x();
+                float* y = fx.y();
+                const PairTiming pt = time_interleaved([ffn, x, y, m] { ffn->forward(x, y, m); },
+                                                       std::function<void()>());
+                const double t = pt.a.median;
+                const Limit lim = roofline(s, m, threads, dtype);
+                const std::string flags = row_flags(pt);
+                std::printf(
+                    "%-8s %-5s %3lld %3d %9.4g %5.0f %9.1f %8.1f %8.1f %9.4g %9.4g %9.4g %-7s "
+                    "%5.0f%% %6s %s\n",
+                    s.name, dn, (long long)m, threads, t * 1e3, 50 * pt.a.spread(),
+                    s.flops(m) / t * 1e-9, s.weight_bytes(dtype) / t * 1e-9, lim.read_gbs,
+                    lim.bytes_s * 1e3, lim.flops_s * 1e3, lim.seconds() * 1e3, lim.bound(),
+                    100.0 * lim.seconds() / t, fixed1(pt.others).c_str(), flags.c_str());
+                std::fflush(stdout);
+            }
+        });
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "swiglu_bench --ridge: %s\n", e.what());
+        return 1;
+    }
+    std::printf(
+        "\nread = GB/s at which the weights can be read where they live (a buffer of their "
+        "size read over and over: L2, L3 or DRAM; the DRAM probe's from 256 MiB); bytes_ms = "
+        "weight bytes / read; flops_ms = FLOPs (q8_0, q4_0, int8: OPs) / peak(dtype) "
+        "(q8_0, q4_0: the int8 peak); limit = the larger (bound: which); share = limit / "
+        "ms/call; ms/call = median of batches of calls, +-%% = half their p10..p90 range; "
+        "others, flags: as in --profile\n");
+    std::printf("other processes' load: %s CPUs before, %s after\n", fixed1(load_before).c_str(),
+                fixed1(others_load(0.5)).c_str());
+    std::printf("ridge: %.0f s\n", std::chrono::duration<double>(Clock::now() - t_start).count());
     return 0;
 }
 

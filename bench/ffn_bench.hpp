@@ -2,6 +2,7 @@
 // underneath, the thread counts, the ffn/baseline benchmarks and --profile.
 #pragma once
 
+#include <cstdint>
 #include <iterator>
 #include <string>
 #include <vector>
@@ -37,5 +38,15 @@ void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
 // tokens on all cores, ffn and baseline, for each of `dtypes`; prints one
 // table. Returns the exit status.
 int run_profile(bool quick, const std::vector<swiglu::Dtype>& dtypes);
+
+// Token counts of the ridge, where streaming the weights and computing on
+// them take about as long (batched decode, speculative drafts).
+inline constexpr std::int64_t kRidgeTokens[] = {4, 8, 16, 32};
+
+// --ridge: each shape (llama7b unless `quick`) and dtype at kRidgeTokens on
+// all cores, ffn alone, beside its limit (roofline.hpp): the read and
+// compute times, which bounds it, and the share reached. Returns the exit
+// status.
+int run_ridge(bool quick, const std::vector<swiglu::Dtype>& dtypes);
 
 }  // namespace swiglu_bench

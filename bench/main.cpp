@@ -2,6 +2,7 @@
 //
 //   swiglu_bench [--quick] [--dtype D] [--benchmark_* flags]   the benchmarks
 //   swiglu_bench --profile [--quick] [--dtype D]               the README table
+//   swiglu_bench --ridge [--quick] [--dtype D]                 the ridge table
 //   swiglu_bench --probe                                       only the machine probe
 //
 // --quick skips llama7b (541 MB of f32 weights) for CI smoke runs; --dtype
@@ -179,23 +180,29 @@ void print_help() {
         "\n"
         "  swiglu_bench [--quick] [--dtype D] [--benchmark_* flags]   the benchmarks\n"
         "  swiglu_bench --profile [--quick] [--dtype D]               the README table\n"
+        "  swiglu_bench --ridge [--quick] [--dtype D]                 the ridge table\n"
         "  swiglu_bench --probe                                       only the machine probe\n"
         "\n"
         "  --profile   glass, cyber, llama7b at 1, 16 and 512 tokens on all cores, ffn and\n"
         "              oneDNN baseline, one table\n"
+        "  --ridge     every shape at 4, 8, 16 and 32 tokens on all cores, ffn alone, beside\n"
+        "              its limit: weight bytes / the read rate where they live, or FLOPs /\n"
+        "              the dtype's peak, whichever is longer, and the share of it reached\n"
         "  --quick     skip llama7b (541 MB of f32 weights)\n"
         "  --dtype D   block dtypes to run: f32, bf16, int8, q8_0, q4_0 or all (default all);\n"
         "              a comma-separated list works too, e.g. --dtype f32,int8\n"
         "  --grouped-prefill=auto|never|f32|bf16  which path q8_0 / q4_0 take for\n"
         "              64-row tiles (default auto), to measure the crossover\n"
         "  --probe     print the machine probe (peak f32 FMA, bf16 vdpbf16ps and int8\n"
-        "              vpdpbusd rates, DRAM read bandwidth; 1, 2 and all threads) and exit\n"
+        "              dot-product rates, DRAM read bandwidth; 1, 2 and all threads) and exit\n"
         "\n"
         "Benchmarks: ffn/<shape>/<dtype>/M:<tokens>/T:<threads> and baseline/..., shapes\n"
-        "glass, cyber, llama7b; dtypes f32, bf16, int8, q8_0, q4_0; tokens 1, 16, 64, 128, 512;\n"
+        "glass, cyber, llama7b; dtypes f32, bf16, int8, q8_0, q4_0; tokens 1, 4, 8, 16, 32, 64,\n"
+        "128, 512; "
         "threads 1, 2 (and all, if more). Counters: ns_per_call, GFLOPs, GBs (weight\n"
         "bytes of the dtype: 4, 2, 1, 34/32, 18/32 per weight), roofline_pct (vs the dtype's peak\n"
-        "and DRAM; q8_0, q4_0: the bf16 peak), pct_of_bf16_peak (int8, q8_0, q4_0 rows).\n"
+        "and the read rate of the level holding the weights; q8_0, q4_0: the int8 peak),\n"
+        "pct_of_bf16_peak (int8, q8_0, q4_0 rows).\n"
         "Select rows with --benchmark_filter=, e.g. 'glass/bf16/' or 'llama7b/.*/M:1/'.\n"
         "\n"
         "Google Benchmark flags:\n");
@@ -236,7 +243,7 @@ bool flag_is_set(const char* arg, const char* name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    bool profile = false, quick = false, probe_only = false, listing = false;
+    bool profile = false, ridge = false, quick = false, probe_only = false, listing = false;
     std::vector<swiglu::Dtype> dtypes = swiglu_bench::all_dtypes();
     std::vector<char*> args;
     for (int i = 0; i < argc; ++i) {
@@ -277,6 +284,8 @@ int main(int argc, char** argv) {
             }
         } else if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {
             profile = true;
+        } else if (i > 0 && std::strcmp(argv[i], "--ridge") == 0) {
+            ridge = true;
         } else if (i > 0 && std::strcmp(argv[i], "--quick") == 0) {
             quick = true;
         } else if (i > 0 && std::strcmp(argv[i], "--probe") == 0) {
@@ -317,8 +326,12 @@ int main(int argc, char** argv) {
         swiglu_bench::print_probe(swiglu_bench::machine());
         return 0;
     }
-    if (profile) {
-        const int rc = swiglu_bench::run_profile(quick, dtypes);
+    if (profile || ridge) {
+        int rc = profile ? swiglu_bench::run_profile(quick, dtypes) : 0;
+        if (rc == 0 && ridge) {
+            if (profile) std::printf("\n");
+            rc = swiglu_bench::run_ridge(quick, dtypes);
+        }
         benchmark::Shutdown();
         return rc;
     }

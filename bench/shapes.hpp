@@ -61,7 +61,7 @@ inline const std::vector<swiglu::Dtype>& all_dtypes() {
 }
 
 inline const std::vector<std::int64_t>& all_tokens() {
-    static const std::vector<std::int64_t> tokens = {1, 16, 64, 128, 512};
+    static const std::vector<std::int64_t> tokens = {1, 4, 8, 16, 32, 64, 128, 512};
     return tokens;
 }
 

@@ -1,0 +1,34 @@
+#!/bin/bash
+# The ridge table's arithmetic (issue 13): `swiglu_bench --ridge` must give
+# every shape and dtype a row at 4, 8, 16 and 32 tokens whose limit is the
+# larger of its read and compute times, named by `bound`, and whose share is
+# that limit over the measured time; the read rate must be known (> 0) and
+# the DRAM probe must name the stream count it kept. Not a timed test: it
+# checks what the table says, not how fast anything ran.
+set -euo pipefail
+bench=$1
+out=$("$bench" --ridge --quick --dtype f32,q4_0 2>&1)
+echo "$out"
+echo "$out" | awk '
+    /^dram_read_streams: / { streams = $2 }
+    ($1 == "glass" || $1 == "cyber") && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ {
+        seen[$1 " " $2 " " $3] = 1
+        ms = $5; read = $9; bytes = $10; flops = $11; limit = $12; bound = $13
+        share = $14; sub(/%$/, "", share)
+        big = bytes > flops ? bytes : flops
+        if (read + 0 <= 0) { print "FAIL: no read rate: " $0; bad++ }
+        if (limit < big * 0.999 || limit > big * 1.001) { print "FAIL: limit != max(bytes, flops): " $0; bad++ }
+        if (bound != (bytes > flops ? "bytes" : "compute")) { print "FAIL: wrong bound: " $0; bad++ }
+        want = 100 * limit / ms
+        if (share < want - 1 || share > want + 1) { print "FAIL: share != limit / time: " $0; bad++ }
+    }
+    END {
+        n = 0
+        for (s in seen) n++
+        split("glass cyber", shapes, " "); split("f32 q4_0", dtypes, " "); split("4 8 16 32", tokens, " ")
+        for (i in shapes) for (j in dtypes) for (k in tokens)
+            if (!((shapes[i] " " dtypes[j] " " tokens[k]) in seen)) { print "FAIL: no row " shapes[i] " " dtypes[j] " M=" tokens[k]; bad++ }
+        if (streams != 1 && streams != 2 && streams != 4) { print "FAIL: dram_read_streams missing or not 1, 2, 4"; bad++ }
+        if (bad > 0) exit 1
+        print n " rows: limits, bounds and shares consistent"
+    }'

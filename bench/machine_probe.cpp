@@ -27,25 +27,18 @@
 //
 // The measurements are taken in 3 rounds (every loop and thread count once
 // per round) and the best of the rounds is kept, so that a burst of activity
-// from other processes doesn't spoil a value. Whole probe: ~2-3 s, mostly the
+// from other processes doesn't spoil a value. Whole probe: ~4 s, mostly the
 // compute loops (3 x 35 ms per loop and thread count), writing the 1 GiB
 // buffer and reading it 3 x 3 times per thread count.
 #include "machine_probe.hpp"
 
 #include <benchmark/benchmark.h>
-#include <immintrin.h>
-#include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
-#include <cstdlib>
 #include <fstream>
-#include <functional>
 #include <thread>
 
 #include "pinned_threads.hpp"

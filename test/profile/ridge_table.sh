@@ -14,7 +14,7 @@ echo "$out" | awk '
     ($1 == "glass" || $1 == "cyber") && $3 ~ /^[0-9]+$/ && $4 ~ /^[0-9]+$/ {
         seen[$1 " " $2 " " $3] = 1
         ms = $5; read = $9; bytes = $10; flops = $11; limit = $12; bound = $13
-        share = $14; sub(/%$/, "", share)
+        share = $14; sub(/%$/, "", share); share += 0
         big = bytes > flops ? bytes : flops
         if (read + 0 <= 0) { print "FAIL: no read rate: " $0; bad++ }
         if (limit < big * 0.999 || limit > big * 1.001) { print "FAIL: limit != max(bytes, flops): " $0; bad++ }

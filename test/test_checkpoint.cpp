@@ -47,14 +47,18 @@ const Scheme kSchemes[] = {
     {"phi3-merged", "model.layers.0.mlp.", "gate_up_proj.weight", nullptr, "down_proj.weight",
      Layout::out_in},
     {"bare", "", "gate_proj.weight", "up_proj.weight", "down_proj.weight", Layout::out_in},
-    {"cyberslm", "", "gate_proj", "val_proj", "out_proj", Layout::out_in},
+    // The CyberSLM seed's SwiGLUFeedForward saved by torch (nn.Linear: .weight).
+    {"cyberslm", "", "gate_proj.weight", "val_proj.weight", "out_proj.weight", Layout::out_in},
     {"glassllm", "", "W1", "W3", "W2", Layout::in_out},
+    // cyberslm's alias: the same names without .weight.
+    {"cyberslm", "", "gate_proj", "val_proj", "out_proj", Layout::out_in},
 };
 const Scheme& kHfLlama = kSchemes[0];
 const Scheme& kPhi3 = kSchemes[1];
 const Scheme& kBare = kSchemes[2];
 const Scheme& kCyberslm = kSchemes[3];
 const Scheme& kGlassllm = kSchemes[4];
+const Scheme& kCyberslmBare = kSchemes[5];
 
 std::string layer_prefix(int layer) { return "model.layers." + std::to_string(layer) + ".mlp."; }
 
@@ -162,7 +166,7 @@ TEST_CASE("every scheme in every dtype round trips and matches the reference") {
             }
         }
     }
-    CHECK(checked == 5 * 3 * 2);
+    CHECK(checked == 6 * 3 * 2);
 }
 
 TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
@@ -213,12 +217,14 @@ TEST_CASE("phi3-merged layers are selected the same way") {
 TEST_CASE("a prefix selects the block in any scheme") {
     const std::int64_t d = 6, f = 10;
     RandomBlock hf(d, f, Layout::out_in, 1), glass(d, f, Layout::in_out, 2),
-        cyber(d, f, Layout::out_in, 3), bare(d, f, Layout::out_in, 4);
+        cyber(d, f, Layout::out_in, 3), bare(d, f, Layout::out_in, 4),
+        cyber_bare(d, f, Layout::out_in, 5);
     std::vector<TensorSpec> tensors;
     append(tensors, block_tensors(kHfLlama, hf, "F32", "model.layers.3.mlp."));
     append(tensors, block_tensors(kGlassllm, glass, "BF16", "blocks.0.ffn."));
     append(tensors, block_tensors(kCyberslm, cyber, "F16", "blocks.1.ffn."));
     append(tensors, block_tensors(kBare, bare, "F32", "encoder."));
+    append(tensors, block_tensors(kCyberslmBare, cyber_bare, "BF16", "blocks.2.ffn."));
     const std::string path = write(tensors);
 
     struct Case {
@@ -232,6 +238,7 @@ TEST_CASE("a prefix selects the block in any scheme") {
         {"blocks.0.ffn.", "glassllm", &glass, "BF16"},
         {"blocks.1.ffn.", "cyberslm", &cyber, "F16"},
         {"encoder.", "bare", &bare, "F32"},
+        {"blocks.2.ffn.", "cyberslm", &cyber_bare, "BF16"},
     };
     for (const Case& c : cases) {
         CAPTURE(c.prefix);
@@ -248,7 +255,9 @@ TEST_CASE("a prefix selects the block in any scheme") {
         path, (WeightSelector{-1, "blocks.9."}),
         "tried bare (missing \"blocks.9.gate_proj.weight\", \"blocks.9.up_proj.weight\", "
         "\"blocks.9.down_proj.weight\"); phi3-merged (missing \"blocks.9.gate_up_proj.weight\", "
-        "\"blocks.9.down_proj.weight\"); cyberslm (missing \"blocks.9.gate_proj\"");
+        "\"blocks.9.down_proj.weight\"); cyberslm (missing \"blocks.9.gate_proj.weight\", "
+        "\"blocks.9.val_proj.weight\", \"blocks.9.out_proj.weight\"); cyberslm without .weight "
+        "(missing \"blocks.9.gate_proj\"");
     CHECK_LOAD_FAILS(path, (WeightSelector{-1, "blocks.9."}), "glassllm (missing \"blocks.9.W1\"");
     CHECK_LOAD_FAILS(path, (WeightSelector{3, "blocks.0.ffn."}),
                      "give a layer (3) or a prefix (\"blocks.0.ffn.\"), not both");
@@ -322,8 +331,10 @@ TEST_CASE("errors: no block at all lists the tensors present, first 20") {
     CHECK_LOAD_FAILS(
         path, WeightSelector{},
         "no SwiGLU block found: tried bare (missing \"gate_proj.weight\", \"up_proj.weight\", "
-        "\"down_proj.weight\"); cyberslm (missing \"gate_proj\", \"val_proj\", \"out_proj\"); "
-        "glassllm (missing \"W1\", \"W3\", \"W2\"). tensors present (25): \"t0\" [1] F32");
+        "\"down_proj.weight\"); cyberslm (missing \"gate_proj.weight\", \"val_proj.weight\", "
+        "\"out_proj.weight\"); cyberslm without .weight (missing \"gate_proj\", \"val_proj\", "
+        "\"out_proj\"); glassllm (missing \"W1\", \"W3\", \"W2\"). tensors present (25): "
+        "\"t0\" [1] F32");
     const std::string message = load_error(path);
     CHECK(contains(message, "\"t19\" [1] F32, ..."));
     CHECK(!contains(message, "\"t20\""));
@@ -339,11 +350,10 @@ TEST_CASE("errors: shapes that disagree") {
         "shapes disagree: expected up \"model.layers.0.mlp.up_proj.weight\" to be [f, d] = [13, 7] "
         "(from gate \"model.layers.0.mlp.gate_proj.weight\" [13, 7] as [f, d]), found [7, 13]");
     std::vector<TensorSpec> down_wrong = block_tensors(kCyberslm, b, "F32");
-    down_wrong[2] = {"out_proj", "F32", {7, 12}, std::vector<float>(84, 0.0f)};
-    CHECK_LOAD_FAILS(
-        write(down_wrong), WeightSelector{},
-        "expected down \"out_proj\" to be [d, f] = [7, 13] (from gate \"gate_proj\" [13, 7] as [f, "
-        "d]), found [7, 12]");
+    down_wrong[2] = {"out_proj.weight", "F32", {7, 12}, std::vector<float>(84, 0.0f)};
+    CHECK_LOAD_FAILS(write(down_wrong), WeightSelector{},
+                     "expected down \"out_proj.weight\" to be [d, f] = [7, 13] (from gate "
+                     "\"gate_proj.weight\" [13, 7] as [f, d]), found [7, 12]");
     RandomBlock g(7, 13, Layout::in_out, 1);
     std::vector<TensorSpec> glass = block_tensors(kGlassllm, g, "F32");
     glass[2].shape = {7, 13};  // W2 must be (f, d)

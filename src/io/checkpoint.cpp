@@ -6,7 +6,9 @@
 //   phi3-merged  model.layers.{N}.mlp.gate_up_proj.weight (2f, d): gate rows
 //                first, then up; plus ...down_proj.weight          (out, in)
 //   bare         {gate,up,down}_proj.weight                        (out, in)
-//   cyberslm     gate_proj, val_proj (up), out_proj (down)         (out, in)
+//   cyberslm     {gate,val,out}_proj.weight: the seed's nn.Linear
+//                layers gate_proj, val_proj (up), out_proj (down)  (out, in)
+//                (and, as an alias, the same names without .weight)
 //   glassllm     W1 (gate), W3 (up), W2 (down)                     (in, out)
 // WeightSelector::layer picks N; WeightSelector::prefix replaces the prefix
 // for every scheme ("bare" is then reported as "hf-llama" when the prefix is
@@ -31,24 +33,33 @@ using detail::TensorInfo;
 
 // One way of naming the three weights, after the prefix.
 struct Family {
-    const char* scheme;
+    const char* scheme;  // reported as LoadedWeights::scheme
+    const char* label;   // in "no block found": the scheme, told apart from its aliases
     const char* gate;
     const char* up;  // nullptr: up is the second half of `gate` (merged gate_up)
     const char* down;
     Layout layout;
 };
 
-constexpr Family kProj{"bare", "gate_proj.weight", "up_proj.weight", "down_proj.weight",
-                       Layout::out_in};
-constexpr Family kMerged{"phi3-merged", "gate_up_proj.weight", nullptr, "down_proj.weight",
-                         Layout::out_in};
-constexpr Family kCyberslm{"cyberslm", "gate_proj", "val_proj", "out_proj", Layout::out_in};
-constexpr Family kGlassllm{"glassllm", "W1", "W3", "W2", Layout::in_out};
+constexpr Family kProj{
+    "bare", "bare", "gate_proj.weight", "up_proj.weight", "down_proj.weight", Layout::out_in};
+constexpr Family kMerged{"phi3-merged", "phi3-merged",      "gate_up_proj.weight",
+                         nullptr,       "down_proj.weight", Layout::out_in};
+// The CyberSLM seed's module: every nn.Linear in its state_dict adds .weight.
+constexpr Family kCyberslm{"cyberslm",        "cyberslm",        "gate_proj.weight",
+                           "val_proj.weight", "out_proj.weight", Layout::out_in};
+constexpr Family kCyberslmBare{
+    "cyberslm", "cyberslm without .weight", "gate_proj", "val_proj", "out_proj", Layout::out_in};
+constexpr Family kGlassllm{"glassllm", "glassllm", "W1", "W3", "W2", Layout::in_out};
 
 struct Candidate {
-    std::string scheme;
+    std::string scheme;  // the family's, or hf-llama for bare names under model.layers.{N}.mlp.
     std::string prefix;
     const Family* family;
+    // In "no block found": the scheme as reported, or the alias it tried.
+    std::string label() const {
+        return std::string(family->label) == family->scheme ? scheme : family->label;
+    }
 };
 
 // The tensors of a candidate that matched: up is null for a merged gate_up.
@@ -144,6 +155,7 @@ std::vector<Candidate> candidates_for(const SafetensorsFile& file, const WeightS
         return {{is_layer_prefix(p) ? "hf-llama" : "bare", p, &kProj},
                 {"phi3-merged", p, &kMerged},
                 {"cyberslm", p, &kCyberslm},
+                {"cyberslm", p, &kCyberslmBare},
                 {"glassllm", p, &kGlassllm}};
     }
     if (layers.size() > 1)
@@ -158,6 +170,7 @@ std::vector<Candidate> candidates_for(const SafetensorsFile& file, const WeightS
     }
     out.push_back({"bare", "", &kProj});
     out.push_back({"cyberslm", "", &kCyberslm});
+    out.push_back({"cyberslm", "", &kCyberslmBare});
     out.push_back({"glassllm", "", &kGlassllm});
     return out;
 }
@@ -181,7 +194,7 @@ Match find_block(const SafetensorsFile& file, const std::vector<Candidate>& cand
         const TensorInfo* up = look(f.up);
         const TensorInfo* down = look(f.down);
         if (missing.empty()) return {&c, gate, up, down};
-        tried += (tried.empty() ? "" : "; ") + c.scheme + " (missing " + missing + ")";
+        tried += (tried.empty() ? "" : "; ") + c.label() + " (missing " + missing + ")";
     }
     std::string what = "no SwiGLU block found: tried " + tried + ". ";
     if (!layers.empty()) what += "Layers present: " + layers_text(layers) + ". ";

@@ -19,6 +19,7 @@
 #include "capabilities.hpp"
 #include "core/precision.hpp"
 #include "dtypes.hpp"
+#include "kernels/bf16_panels.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/grouped_layout.hpp"
@@ -242,6 +243,24 @@ TEST_CASE("bf16 matches its simulation tightly and fp64 within the format's erro
     check_dtype(Dtype::bf16, kBf16Simulated, kBf16Format);
 }
 
+// Sets whether bf16 may take the panels mode, for one scope.
+struct PanelsPolicy {
+    explicit PanelsPolicy(bool enabled) { detail::set_bf16_panels(enabled); }
+    ~PanelsPolicy() { detail::set_bf16_panels(true); }
+};
+
+TEST_CASE("bf16 with the panels mode off (emulated here) matches the same bounds") {
+    // On a CPU without a bf16 matmul the panels mode serves bf16; its
+    // fallback, f32 kernels on rounded weights, must hold the same bounds.
+    const PanelsPolicy off(false);
+    const RandomBlock b(7, 13, Layout::out_in, 3);
+    const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::bf16});
+    const std::string matmul = ffn.implementation().matmul;
+    MESSAGE("bf16 with the panels mode off: ", matmul);
+    CHECK(matmul.find("bf16 panels") == std::string::npos);
+    check_dtype(Dtype::bf16, kBf16Simulated, kBf16Format);
+}
+
 TEST_CASE("int8 matches its simulation tightly and fp64 within the format's error") {
     if (!test::int8_supported()) return;  // refused here: see the refusal case below
     check_dtype(Dtype::int8, kInt8Simulated, kInt8Format);
@@ -350,10 +369,13 @@ TEST_CASE("reduced precision: known values and what runs") {
         MESSAGE(std::string(dtype_name(dtype)), " runs ", impl.matmul);
         CHECK(impl.matmul.find("ref") == std::string::npos);
         // ctest also runs this suite with oneDNN capped at AVX2 (no bf16, no
-        // VNNI): then bf16 is emulated on f32 kernels, int8 runs gemm:jit.
+        // VNNI): then bf16 runs the panel kernels (on f32 kernels where they
+        // are not vector code), int8 runs gemm:jit.
         const bool capped = std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr;
         if (capped && dtype == Dtype::bf16)
-            CHECK(impl.matmul.find("bf16-rounded") != std::string::npos);
+            CHECK(impl.matmul.find(detail::bf16_panel_kernels_isa() != detail::Isa::scalar
+                                       ? "bf16 panels"
+                                       : "bf16-rounded") != std::string::npos);
         __builtin_cpu_init();
         if (capped) continue;
         if (dtype == Dtype::bf16 && __builtin_cpu_supports("avx512bf16"))

@@ -88,6 +88,7 @@ PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const
         Precision& mode = *candidates[i];
         plan_tiles(mode);
         if (mode.own_kernels()) {  // oneDNN serves its prefill path at most
+            if (!mode.accepts({}) && !last) continue;
             precision = std::move(candidates[i]);
             make_prefill_kernels();
             break;

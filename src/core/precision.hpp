@@ -9,8 +9,11 @@
 // The modes today:
 //   f32            f32 weights, f32 matmuls (precision_f32.cpp)
 //   bf16           bf16 weights and inputs on oneDNN's bf16 kernels (precision_bf16.cpp)
+//   bf16 panels    bf16 weights in panels on kernels of our own (kernels/bf16_panels.hpp),
+//                  64-row tiles on oneDNN's f32 kernels, where oneDNN has no bf16 kernel
+//                  and the CPU has AVX2 (precision_bf16_panels.cpp)
 //   bf16 emulated  bf16 numerics (rounded weights and inputs) on f32 kernels, where
-//                  oneDNN has no fast bf16 kernel (precision_bf16_emulated.cpp)
+//                  oneDNN has no fast bf16 kernel nor the CPU AVX2 (precision_bf16_emulated.cpp)
 //   int8           s8 weights with per-channel scales, x and act quantised per token,
 //                  act either in the gate|up task or in a step of its own (precision_int8.cpp)
 //   q8_0, q4_0     GGUF's grouped formats on kernels of our own (kernels/grouped_gemm.hpp),
@@ -65,9 +68,10 @@ public:
     // with four (tiling.hpp, min_row_bucket).
     virtual bool streams_with_one_row() const { return false; }
     // Judges the kernels oneDNN chose for both phases, once they exist
-    // (gate|up's 64-row kernel first: it picked the packed layout): false
-    // makes the Ffn try the next candidate mode (see precision_candidates);
-    // throws Error(unsupported) to refuse outright.
+    // (gate|up's 64-row kernel first: it picked the packed layout; none for
+    // a mode with kernels of its own, asked before it packs): false makes
+    // the Ffn try the next candidate mode (see precision_candidates); throws
+    // Error(unsupported) to refuse outright.
     virtual bool accepts(const std::vector<const MatmulKernel*>& kernels) const;
     // Called once the tiling is known, before any pack_tile: `gate_up_tiles`
     // is the gate|up phase's column tile count.
@@ -164,16 +168,22 @@ private:
 };
 
 // The modes that can serve `dtype`, best first: the Ffn takes the first
-// whose kernels it accepts (bf16: native, then emulated).
+// whose kernels it accepts (bf16: native, then panels, then emulated).
 std::vector<std::unique_ptr<Precision>> precision_candidates(Dtype dtype, std::int64_t d,
                                                              std::int64_t f);
 
 // One factory per mode file.
 std::unique_ptr<Precision> make_f32_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_bf16_precision(std::int64_t d, std::int64_t f);
+std::unique_ptr<Precision> make_bf16_panels_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_bf16_emulated_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_int8_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_grouped_precision(Dtype dtype, std::int64_t d, std::int64_t f);
+
+// Whether bf16 may take the panels mode (process-wide, for blocks built from
+// now on; tests and benchmarks turn it off to run the emulated mode).
+void set_bf16_panels(bool enabled) noexcept;
+bool bf16_panels_enabled() noexcept;
 
 // Where q8_0 / q4_0 run full-height row tiles (precision_grouped.cpp):
 // automatic: through oneDNN on tiles unpacked to bf16 where it has a native

@@ -191,8 +191,9 @@ void print_help() {
         "  --quick     skip llama7b (541 MB of f32 weights)\n"
         "  --dtype D   block dtypes to run: f32, bf16, int8, q8_0, q4_0 or all (default all);\n"
         "              a comma-separated list works too, e.g. --dtype f32,int8\n"
-        "  --bf16-panels=on|off  whether bf16 may run on the panel kernels where oneDNN\n"
-        "              has no bf16 matmul (default on; off: f32 kernels on rounded weights)\n"
+        "  --panels=on|off  whether f32 and bf16 may run on the panel kernels (CPUs\n"
+        "              without AVX-512: f32; without a bf16 matmul: bf16; default on;\n"
+        "              off: oneDNN's f32 kernels, on bf16-rounded weights for bf16)\n"
         "  --grouped-prefill=auto|never|f32|bf16  which path q8_0 / q4_0 take for\n"
         "              64-row tiles (default auto), to measure the crossover\n"
         "  --probe     print the machine probe (peak f32 FMA, bf16 vdpbf16ps and int8\n"
@@ -267,17 +268,16 @@ int main(int argc, char** argv) {
                     value.c_str());
                 return 1;
             }
-        } else if (i > 0 && std::strncmp(argv[i], "--bf16-panels=", 14) == 0) {
-            // Whether bf16 may run on the panel kernels where oneDNN has no
-            // bf16 matmul (core/precision.hpp), to measure them against the
-            // emulated mode.
-            const std::string v = argv[i] + 14;
+        } else if (i > 0 && std::strncmp(argv[i], "--panels=", 9) == 0) {
+            // Whether f32 and bf16 may run on the panel kernels where oneDNN
+            // serves them poorly (core/precision.hpp), to measure them
+            // against oneDNN's f32 kernels.
+            const std::string v = argv[i] + 9;
             if (v != "on" && v != "off") {
-                std::fprintf(stderr, "swiglu_bench: --bf16-panels=%s: expected on or off\n",
-                             v.c_str());
+                std::fprintf(stderr, "swiglu_bench: --panels=%s: expected on or off\n", v.c_str());
                 return 1;
             }
-            swiglu::detail::set_bf16_panels(v == "on");
+            swiglu::detail::set_panels(v == "on");
         } else if (i > 0 && std::strncmp(argv[i], "--grouped-prefill=", 18) == 0) {
             // Which path q8_0 / q4_0 take for 64-row tiles: for measuring
             // the crossover (core/precision.hpp, GroupedPrefill).

@@ -13,6 +13,7 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "core/precision.hpp"
 #include "reference.hpp"
 
 using namespace swiglu;
@@ -107,6 +108,30 @@ TEST_CASE("a block whose weights stream from DRAM matches the fp64 reference") {
         RandomBlock b(d, f, layout, 21);
         Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
         for (std::int64_t tokens : {1, 3, 6, 17}) {
+            CAPTURE(tokens);
+            const auto x = test::random_input(tokens, d, static_cast<unsigned>(tokens));
+            const auto ref =
+                test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(), b.down_view());
+            CHECK(test::relative_error(run(ffn, x, tokens), ref) <= tolerance(d, f));
+        }
+    }
+}
+
+TEST_CASE("with the panels mode off (oneDNN's f32 kernels) forward matches the fp64 reference") {
+    // On a CPU without AVX-512 f32 runs the panel kernels (precision.hpp);
+    // the mode they replace there must stay right too.
+    struct PanelsOff {
+        PanelsOff() { detail::set_panels(false); }
+        ~PanelsOff() { detail::set_panels(true); }
+    } off;
+    const std::int64_t shapes[][2] = {{1, 1}, {7, 13}, {128, 341}, {1024, 1100}};
+    for (const auto& [d, f] : shapes) {
+        RandomBlock b(d, f, Layout::out_in, static_cast<unsigned>(d + f));
+        Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
+        CHECK(ffn.implementation().matmul.find("panels") == std::string::npos);
+        for (std::int64_t tokens : {1, 3, 17, 70}) {
+            CAPTURE(d);
+            CAPTURE(f);
             CAPTURE(tokens);
             const auto x = test::random_input(tokens, d, static_cast<unsigned>(tokens));
             const auto ref =

@@ -19,10 +19,10 @@
 #include "capabilities.hpp"
 #include "core/precision.hpp"
 #include "dtypes.hpp"
-#include "kernels/bf16_panels.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/grouped_layout.hpp"
+#include "kernels/panel_gemm.hpp"
 #include "reference.hpp"
 
 using namespace swiglu;
@@ -243,10 +243,10 @@ TEST_CASE("bf16 matches its simulation tightly and fp64 within the format's erro
     check_dtype(Dtype::bf16, kBf16Simulated, kBf16Format);
 }
 
-// Sets whether bf16 may take the panels mode, for one scope.
+// Sets whether f32 and bf16 may take the panels mode, for one scope.
 struct PanelsPolicy {
-    explicit PanelsPolicy(bool enabled) { detail::set_bf16_panels(enabled); }
-    ~PanelsPolicy() { detail::set_bf16_panels(true); }
+    explicit PanelsPolicy(bool enabled) { detail::set_panels(enabled); }
+    ~PanelsPolicy() { detail::set_panels(true); }
 };
 
 TEST_CASE("bf16 with the panels mode off (emulated here) matches the same bounds") {
@@ -373,7 +373,7 @@ TEST_CASE("reduced precision: known values and what runs") {
         // are not vector code), int8 runs gemm:jit.
         const bool capped = std::getenv("ONEDNN_MAX_CPU_ISA") != nullptr;
         if (capped && dtype == Dtype::bf16)
-            CHECK(impl.matmul.find(detail::bf16_panel_kernels_isa() != detail::Isa::scalar
+            CHECK(impl.matmul.find(detail::panel_kernels_isa() != detail::Isa::scalar
                                        ? "bf16 panels"
                                        : "bf16-rounded") != std::string::npos);
         __builtin_cpu_init();

@@ -103,7 +103,8 @@ struct Options {
 // What runs underneath, for logs, `swiglu info` and tests.
 struct Implementation {
     Dtype dtype = Dtype::f32;
-    std::string matmul;  // oneDNN implementation, e.g. "brg:avx512_core"
+    std::string matmul;  // oneDNN's implementation ("brg:avx512_core") or our
+                         // own kernels' ("f32 panels:avx2_fma", "q4_0:avx2_fma")
     std::string
         activation;  // ISA of the element-wise kernels: "avx512", "avx2_fma", "sse2" or "scalar"
     int threads = 1;

@@ -24,7 +24,8 @@ void print_implementation(const Ffn& ffn, const std::string& block) {
     line("threads:", std::to_string(impl.threads));
     line("activation:", impl.activation + "  (xsimd kernel of SiLU(gate) * up)");
     line("dtype:", dtype_name(impl.dtype));
-    line("matmul:", impl.matmul + "  (oneDNN, " + block + ")");
+    // oneDNN's implementation names, or our own kernels' ("f32 panels:avx2_fma").
+    line("matmul:", impl.matmul + "  (" + block + ")");
 }
 
 // What each precision runs on this CPU, from a small zero block: native

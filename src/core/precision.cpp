@@ -71,10 +71,13 @@ std::vector<std::unique_ptr<Precision>> precision_candidates(Dtype dtype, std::i
                                                              std::int64_t f) {
     std::vector<std::unique_ptr<Precision>> modes;
     switch (dtype) {
-        case Dtype::f32: modes.push_back(make_f32_precision(d, f)); break;
+        case Dtype::f32:
+            modes.push_back(make_panels_precision(dtype, d, f));
+            modes.push_back(make_f32_precision(d, f));
+            break;
         case Dtype::bf16:
             modes.push_back(make_bf16_precision(d, f));
-            modes.push_back(make_bf16_panels_precision(d, f));
+            modes.push_back(make_panels_precision(dtype, d, f));
             modes.push_back(make_bf16_emulated_precision(d, f));
             break;
         case Dtype::int8: modes.push_back(make_int8_precision(d, f)); break;

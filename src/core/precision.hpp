@@ -9,9 +9,10 @@
 // The modes today:
 //   f32            f32 weights, f32 matmuls (precision_f32.cpp)
 //   bf16           bf16 weights and inputs on oneDNN's bf16 kernels (precision_bf16.cpp)
-//   bf16 panels    bf16 weights in panels on kernels of our own (kernels/bf16_panels.hpp),
-//                  64-row tiles on oneDNN's f32 kernels, where oneDNN has no bf16 kernel
-//                  and the CPU has AVX2 (precision_bf16_panels.cpp)
+//   panels         f32 or bf16 weights in panels on kernels of our own
+//                  (kernels/panel_gemm.hpp), 64-row tiles on oneDNN's f32 kernels: f32
+//                  where oneDNN has no brgemm (no AVX-512), bf16 where it has no bf16
+//                  kernel; the CPU needs AVX2 (precision_panels.cpp)
 //   bf16 emulated  bf16 numerics (rounded weights and inputs) on f32 kernels, where
 //                  oneDNN has no fast bf16 kernel nor the CPU AVX2 (precision_bf16_emulated.cpp)
 //   int8           s8 weights with per-channel scales, x and act quantised per token,
@@ -168,22 +169,24 @@ private:
 };
 
 // The modes that can serve `dtype`, best first: the Ffn takes the first
-// whose kernels it accepts (bf16: native, then panels, then emulated).
+// whose kernels it accepts (f32: panels, then oneDNN's; bf16: native, then
+// panels, then emulated).
 std::vector<std::unique_ptr<Precision>> precision_candidates(Dtype dtype, std::int64_t d,
                                                              std::int64_t f);
 
 // One factory per mode file.
 std::unique_ptr<Precision> make_f32_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_bf16_precision(std::int64_t d, std::int64_t f);
-std::unique_ptr<Precision> make_bf16_panels_precision(std::int64_t d, std::int64_t f);
+std::unique_ptr<Precision> make_panels_precision(Dtype dtype, std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_bf16_emulated_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_int8_precision(std::int64_t d, std::int64_t f);
 std::unique_ptr<Precision> make_grouped_precision(Dtype dtype, std::int64_t d, std::int64_t f);
 
-// Whether bf16 may take the panels mode (process-wide, for blocks built from
-// now on; tests and benchmarks turn it off to run the emulated mode).
-void set_bf16_panels(bool enabled) noexcept;
-bool bf16_panels_enabled() noexcept;
+// Whether f32 and bf16 may take the panels mode (process-wide, for blocks
+// built from now on; tests and benchmarks turn it off to run oneDNN's f32
+// kernels, and bf16's emulated mode).
+void set_panels(bool enabled) noexcept;
+bool panels_enabled() noexcept;
 
 // Where q8_0 / q4_0 run full-height row tiles (precision_grouped.cpp):
 // automatic: through oneDNN on tiles unpacked to bf16 where it has a native

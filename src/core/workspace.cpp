@@ -27,6 +27,11 @@ WorkerState::WorkerState(const PackedBlock& block)
                                         phase.k, phase.outputs(t ? phase.columns.count - 1 : 0)));
     }
     unpacked = AlignedBuffer<unsigned char>(bytes);
+    // Touched now, with the tile a whole chunk's prefill writes: the first
+    // call makes all of the scratch resident whatever its token count, so
+    // memory does not grow later when the first 64-row tile arrives.
+    std::memset(unpacked.data(), 0, unpacked.size());
+    std::fill_n(tile.data(), tile.size(), 0.0f);
     for (PhaseId p : {PhaseId::gate_up, PhaseId::down})
         for (int t = 0; t < 2; ++t) {
             const MatmulKernel* kernels = block.phase(p).prefill[t];

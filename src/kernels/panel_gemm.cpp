@@ -1,0 +1,57 @@
+// The panel layout and the choice of this CPU's kernels, once. Compiled
+// with the baseline flags.
+#include "kernels/panel_gemm.hpp"
+
+#include <cstring>
+
+#include "kernels/convert.hpp"
+
+namespace swiglu::detail {
+
+void pack_panels(PanelType type, const float* plain, std::int64_t k, std::int64_t n,
+                 void* tile) noexcept {
+    auto* bytes = static_cast<unsigned char*>(tile);
+    const std::size_t element = panel_element_bytes(type);
+    for (std::int64_t p = 0; p < panel_count(n); ++p) {
+        const std::int64_t c0 = p * kPanelColumns;
+        const std::int64_t width = n - c0 < kPanelColumns ? n - c0 : kPanelColumns;
+        for (std::int64_t i = 0; i < k; ++i) {
+            unsigned char* row =
+                bytes + static_cast<std::size_t>((p * k + i) * kPanelColumns) * element;
+            const float* from = plain + i * n + c0;
+            if (type == PanelType::f32)
+                std::memcpy(row, from, static_cast<std::size_t>(width) * sizeof(float));
+            else
+                to_bf16(from, reinterpret_cast<std::uint16_t*>(row),
+                        static_cast<std::size_t>(width));
+            std::memset(row + static_cast<std::size_t>(width) * element, 0,
+                        static_cast<std::size_t>(kPanelColumns - width) * element);
+        }
+    }
+}
+
+Isa panel_kernels_isa(Isa isa) noexcept {
+    return isa == Isa::avx512 || isa == Isa::avx2_fma ? Isa::avx2_fma : Isa::scalar;
+}
+
+PanelKernels panel_kernels(Isa isa) noexcept {
+    switch (isa) {
+        case Isa::scalar: return panel_kernels_scalar();
+#if SWIGLU_X86
+        case Isa::avx2_fma: return panel_kernels_avx2_fma();
+#endif
+        default: return PanelKernels{};
+    }
+}
+
+Isa panel_kernels_isa() noexcept {
+    static const Isa chosen = panel_kernels_isa(best_isa());
+    return chosen;
+}
+
+const PanelKernels& panel_kernels() noexcept {
+    static const PanelKernels chosen = panel_kernels(panel_kernels_isa());
+    return chosen;
+}
+
+}  // namespace swiglu::detail

@@ -1,0 +1,75 @@
+// Weights in panels, and the kernels that stream them, for the row tiles
+// oneDNN 2.6 serves poorly on CPUs without AVX-512 (no brgemm there: its
+// gemm:jit reads row-major tiles 128 bytes at a time and reaches 40-64 % of
+// what decode and batched decode allow) and for bf16 where it has no bf16
+// matmul at all (then bf16 weights cost 2 bytes each to read, not 4).
+//
+// Layout of a (k x n) tile: panels of kPanelColumns output columns, panel p
+// holding columns [16 p, 16 p + 16) for every input in order: element (i, j)
+// at ((p k + i) 16 + j - 16 p), as f32 or bf16 (PanelType); a last panel is
+// padded with zeros. A kernel reads a panel front to back: one 64-byte (f32)
+// or 32-byte (bf16) row per input.
+//
+// Numerics, the same bits on every ISA: for each row m and column c,
+//   acc = 0; for i = 0 .. k-1 in order: acc = fma(x[m][i], w[i][c], acc)
+// in f32, w exact (bf16 widened). For bf16 numerics x should hold
+// bf16-rounded values; the kernels take any f32.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "kernels/isa.hpp"
+
+namespace swiglu::detail {
+
+enum class PanelType { f32, bf16 };
+
+inline constexpr std::int64_t kPanelColumns = 16;
+
+inline constexpr std::int64_t panel_count(std::int64_t n) {
+    return (n + kPanelColumns - 1) / kPanelColumns;
+}
+inline constexpr std::size_t panel_element_bytes(PanelType type) {
+    return type == PanelType::f32 ? 4 : 2;
+}
+inline constexpr std::size_t panel_tile_bytes(PanelType type, std::int64_t k, std::int64_t n) {
+    return static_cast<std::size_t>(panel_count(n) * kPanelColumns * k) * panel_element_bytes(type);
+}
+
+// Lays out a (k x n) row-major f32 tile in panels, bf16 rounded to nearest
+// even: `tile` holds panel_tile_bytes(type, k, n). Load time only.
+void pack_panels(PanelType type, const float* plain, std::int64_t k, std::int64_t n,
+                 void* tile) noexcept;
+
+// y (rows x n, row stride ldy) = x (rows x k, row stride ldx) @ tile.
+using PanelGemm = void (*)(const void* tile, std::int64_t k, std::int64_t n, const float* x,
+                           std::int64_t ldx, std::int64_t rows, float* y,
+                           std::int64_t ldy) noexcept;
+struct PanelTypeKernels {
+    PanelGemm gemm = nullptr;
+    explicit operator bool() const { return gemm != nullptr; }
+};
+
+struct PanelKernels {
+    PanelTypeKernels f32, bf16;
+    const PanelTypeKernels& operator[](PanelType type) const {
+        return type == PanelType::f32 ? f32 : bf16;
+    }
+    explicit operator bool() const { return static_cast<bool>(f32); }
+};
+
+// The kernels of one ISA; empty where this build has none for it. Calling
+// them on a CPU without that ISA is undefined.
+PanelKernels panel_kernels(Isa isa) noexcept;
+// The ISA whose kernels run on a CPU whose best ISA is `isa` (AVX-512 CPUs
+// run the AVX2 ones; below AVX2, scalar).
+Isa panel_kernels_isa(Isa isa) noexcept;
+// This CPU's, chosen once, and their ISA.
+const PanelKernels& panel_kernels() noexcept;
+Isa panel_kernels_isa() noexcept;
+
+PanelKernels panel_kernels_scalar() noexcept;
+PanelKernels panel_kernels_avx2_fma() noexcept;
+
+}  // namespace swiglu::detail

@@ -1,0 +1,37 @@
+// The reference panel kernels: panel_gemm.hpp's numerics, one element at a
+// time (std::fma in input order). Built with -ffp-contract=off.
+#include <cmath>
+
+#include "common/half.hpp"
+#include "kernels/panel_gemm.hpp"
+
+namespace swiglu::detail {
+
+namespace {
+
+inline float value(const float* tile, std::int64_t at) { return tile[at]; }
+inline float value(const std::uint16_t* tile, std::int64_t at) { return bf16_to_f32(tile[at]); }
+
+// Element (i, c) of a (k x n) tile in panels.
+inline std::int64_t at(std::int64_t k, std::int64_t i, std::int64_t c) {
+    return ((c / kPanelColumns) * k + i) * kPanelColumns + c % kPanelColumns;
+}
+
+template <class T>
+void gemm(const void* tile_, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
+          std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+    const T* tile = static_cast<const T*>(tile_);
+    for (std::int64_t m = 0; m < rows; ++m)
+        for (std::int64_t c = 0; c < n; ++c) {
+            float acc = 0.0f;
+            for (std::int64_t i = 0; i < k; ++i)
+                acc = std::fma(x[m * ldx + i], value(tile, at(k, i, c)), acc);
+            y[m * ldy + c] = acc;
+        }
+}
+
+}  // namespace
+
+PanelKernels panel_kernels_scalar() noexcept { return {{&gemm<float>}, {&gemm<std::uint16_t>}}; }
+
+}  // namespace swiglu::detail

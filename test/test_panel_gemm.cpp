@@ -1,0 +1,172 @@
+// The panel kernels (kernels/panel_gemm.hpp), f32 and bf16 weights:
+//  - packing (bf16: rounded to nearest even) places every column where the
+//    layout says, padding the last panel with zeros;
+//  - the scalar reference against fp64 dot products of the stored values;
+//  - every ISA's kernels against the scalar reference, bit for bit, over
+//    many shapes (1, 7, 13, 33, 341 inputs; 1..131 columns; 1..13 rows);
+//  - NaN and inf in x or in a weight propagate to their own outputs only.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "common/half.hpp"
+#include "kernels/convert.hpp"
+#include "kernels/panel_gemm.hpp"
+#include "reference.hpp"
+
+using namespace swiglu::detail;
+
+namespace {
+
+const PanelType kTypes[] = {PanelType::f32, PanelType::bf16};
+const char* name(PanelType t) { return t == PanelType::f32 ? "f32" : "bf16"; }
+
+// A (k x n) weight tile: its f32 values, the values stored (bf16: rounded)
+// and the packed tile.
+struct Tile {
+    std::int64_t k, n;
+    std::vector<float> plain, rounded;
+    std::vector<unsigned char> packed;
+
+    Tile(PanelType type, std::int64_t k_, std::int64_t n_, unsigned seed)
+        : k(k_),
+          n(n_),
+          plain(swiglu::test::uniform(std::size_t(k_ * n_), 1.0f, seed)),
+          rounded(plain),
+          packed(panel_tile_bytes(type, k_, n_)) {
+        if (type == PanelType::bf16) round_to_bf16(plain.data(), rounded.data(), plain.size());
+        pack_panels(type, plain.data(), k, n, packed.data());
+    }
+    // The stored value of element (i, c) of a panel at column c.
+    float stored(PanelType type, std::int64_t i, std::int64_t c) const {
+        const std::size_t at =
+            std::size_t(((c / kPanelColumns) * k + i) * kPanelColumns + c % kPanelColumns);
+        if (type == PanelType::f32) {
+            float v;
+            std::memcpy(&v, packed.data() + at * 4, 4);
+            return v;
+        }
+        std::uint16_t h;
+        std::memcpy(&h, packed.data() + at * 2, 2);
+        return bf16_to_f32(h);
+    }
+};
+
+std::vector<float> gemm(const PanelTypeKernels& kern, const Tile& t, const std::vector<float>& x,
+                        std::int64_t rows) {
+    // Outputs in a wider buffer: a kernel writing past n columns shows.
+    const std::int64_t ldy = t.n + 3;
+    std::vector<float> y(std::size_t(rows * ldy), -7.0f);
+    kern.gemm(t.packed.data(), t.k, t.n, x.data(), t.k, rows, y.data(), ldy);
+    for (std::int64_t r = 0; r < rows; ++r)
+        for (std::int64_t c = t.n; c < ldy; ++c) CHECK(y[std::size_t(r * ldy + c)] == -7.0f);
+    std::vector<float> out(std::size_t(rows * t.n));
+    for (std::int64_t r = 0; r < rows; ++r)
+        std::memcpy(out.data() + r * t.n, y.data() + r * ldy, std::size_t(t.n) * sizeof(float));
+    return out;
+}
+
+const std::int64_t kInputs[] = {1, 7, 13, 33, 341};
+const std::int64_t kColumns[] = {1, 15, 16, 17, 33, 131};
+
+}  // namespace
+
+TEST_SUITE("panel_gemm") {
+
+TEST_CASE("packing places every column, bf16 rounded, zero padding") {
+    for (PanelType type : kTypes) {
+        CAPTURE(name(type));
+        const Tile t(type, 13, 37, 1);
+        for (std::int64_t i = 0; i < t.k; ++i)
+            for (std::int64_t c = 0; c < panel_count(t.n) * kPanelColumns; ++c) {
+                const float v = t.stored(type, i, c);
+                if (c < t.n)
+                    CHECK(v == t.rounded[std::size_t(i * t.n + c)]);
+                else
+                    CHECK(v == 0.0f);
+            }
+    }
+}
+
+TEST_CASE("the scalar kernels match fp64 dot products of the stored values") {
+    for (PanelType type : kTypes)
+        for (std::int64_t k : kInputs)
+            for (std::int64_t n : kColumns) {
+                CAPTURE(name(type));
+                CAPTURE(k);
+                CAPTURE(n);
+                const PanelTypeKernels scalar = panel_kernels(Isa::scalar)[type];
+                const Tile t(type, k, n, unsigned(k * 31 + n));
+                const std::int64_t rows = 3;
+                const auto x = swiglu::test::uniform(std::size_t(rows * k), 2.0f, unsigned(k + n));
+                const auto y = gemm(scalar, t, x, rows);
+                for (std::int64_t r = 0; r < rows; ++r)
+                    for (std::int64_t c = 0; c < n; ++c) {
+                        double exact = 0, magnitude = 0;
+                        for (std::int64_t i = 0; i < k; ++i) {
+                            const double p = double(x[std::size_t(r * k + i)]) *
+                                             double(t.rounded[std::size_t(i * n + c)]);
+                            exact += p;
+                            magnitude += std::fabs(p);
+                        }
+                        // k fmas in f32: each rounds once, by at most 2^-24 of
+                        // the running sum, itself at most sum |products|.
+                        CHECK(std::fabs(double(y[std::size_t(r * n + c)]) - exact) <=
+                              double(k) * 0x1p-24 * magnitude + 1e-30);
+                    }
+            }
+}
+
+TEST_CASE("every ISA's kernels give the scalar reference's bits") {
+    for (PanelType type : kTypes)
+        for (Isa isa : kIsas) {
+            const PanelTypeKernels kern = panel_kernels(isa)[type];
+            const PanelTypeKernels scalar = panel_kernels(Isa::scalar)[type];
+            if (!kern || !isa_available(isa) || isa == Isa::scalar) continue;
+            CAPTURE(name(type));
+            CAPTURE(isa_name(isa));
+            for (std::int64_t k : kInputs)
+                for (std::int64_t n : kColumns)
+                    for (std::int64_t rows : {1, 2, 5, 6, 7, 12, 13}) {
+                        CAPTURE(k);
+                        CAPTURE(n);
+                        CAPTURE(rows);
+                        const Tile t(type, k, n, unsigned(k + 7 * n));
+                        const auto x =
+                            swiglu::test::uniform(std::size_t(rows * k), 3.0f, unsigned(rows + k));
+                        CHECK(gemm(kern, t, x, rows) == gemm(scalar, t, x, rows));
+                    }
+        }
+}
+
+TEST_CASE("NaN and inf in x or in a weight stay in their own outputs") {
+    for (PanelType type : kTypes)
+        for (Isa isa : kIsas) {
+            const PanelTypeKernels kern = panel_kernels(isa)[type];
+            if (!kern || !isa_available(isa)) continue;
+            CAPTURE(name(type));
+            CAPTURE(isa_name(isa));
+            const std::int64_t k = 13, n = 20, rows = 3;
+            std::vector<float> w = swiglu::test::uniform(std::size_t(k * n), 1.0f, 5);
+            w[std::size_t(4 * n + 17)] = NAN;  // column 17
+            std::vector<unsigned char> packed(panel_tile_bytes(type, k, n));
+            pack_panels(type, w.data(), k, n, packed.data());
+            std::vector<float> x = swiglu::test::uniform(std::size_t(rows * k), 1.0f, 6);
+            x[std::size_t(1 * k + 2)] = INFINITY;  // row 1
+            std::vector<float> y(std::size_t(rows * n));
+            kern.gemm(packed.data(), k, n, x.data(), k, rows, y.data(), n);
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t c = 0; c < n; ++c) {
+                    const float v = y[std::size_t(r * n + c)];
+                    if (c == 17 || r == 1)
+                        CHECK(!std::isfinite(v));
+                    else
+                        CHECK(std::isfinite(v));
+                }
+        }
+}
+
+}  // TEST_SUITE

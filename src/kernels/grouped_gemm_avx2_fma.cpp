@@ -28,6 +28,11 @@ inline void prefetch_ahead(const std::uint8_t* record) {
         _mm_prefetch(reinterpret_cast<const char*>(record + kDistance + o), _MM_HINT_T0);
 }
 
+// Keeps a running sum in a register at this point: without it GCC computes
+// every product of a block first (reassociating the chain of adds into a
+// tree) and spills them to the stack.
+inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
+
 // 4 activation quants (inputs 4 i .. 4 i + 3), broadcast to every column lane.
 inline __m256i broadcast4(const ActBlock& a, int i) {
     std::int32_t v;
@@ -77,6 +82,7 @@ void block_sums_q4_0(const std::uint8_t* record, const ActBlock* x, std::int64_t
             sum16[r] = _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(lo, broadcast4(a, 2 * p)));
             sum16[r] =
                 _mm256_add_epi16(sum16[r], _mm256_maddubs_epi16(hi, broadcast4(a, 2 * p + 1)));
+            in_register(sum16[r]);
         }
     }
     for (int r = 0; r < R; ++r)
@@ -99,6 +105,7 @@ void block_sums_q8_0(const std::uint8_t* record, const ActBlock* x, std::int64_t
             const __m256i signed_x = _mm256_sign_epi8(broadcast4(x[r * x_stride + b], s), w);
             sums[r] = _mm256_add_epi32(
                 sums[r], _mm256_madd_epi16(_mm256_maddubs_epi16(magnitude, signed_x), ones));
+            in_register(sums[r]);
         }
     }
 }

@@ -13,7 +13,7 @@
 
 #include <swiglu/swiglu.hpp>
 
-#include "core/precision.hpp"
+#include "panels_off.hpp"
 #include "reference.hpp"
 
 using namespace swiglu;
@@ -118,12 +118,7 @@ TEST_CASE("a block whose weights stream from DRAM matches the fp64 reference") {
 }
 
 TEST_CASE("with the panels mode off (oneDNN's f32 kernels) forward matches the fp64 reference") {
-    // On a CPU without AVX-512 f32 runs the panel kernels (precision.hpp);
-    // the mode they replace there must stay right too.
-    struct PanelsOff {
-        PanelsOff() { detail::set_panels(false); }
-        ~PanelsOff() { detail::set_panels(true); }
-    } off;
+    const test::PanelsOff off;
     const std::int64_t shapes[][2] = {{1, 1}, {7, 13}, {128, 341}, {1024, 1100}};
     for (const auto& [d, f] : shapes) {
         RandomBlock b(d, f, Layout::out_in, static_cast<unsigned>(d + f));

@@ -23,6 +23,7 @@
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/grouped_layout.hpp"
 #include "kernels/panel_gemm.hpp"
+#include "panels_off.hpp"
 #include "reference.hpp"
 
 using namespace swiglu;
@@ -243,16 +244,10 @@ TEST_CASE("bf16 matches its simulation tightly and fp64 within the format's erro
     check_dtype(Dtype::bf16, kBf16Simulated, kBf16Format);
 }
 
-// Sets whether f32 and bf16 may take the panels mode, for one scope.
-struct PanelsPolicy {
-    explicit PanelsPolicy(bool enabled) { detail::set_panels(enabled); }
-    ~PanelsPolicy() { detail::set_panels(true); }
-};
-
 TEST_CASE("bf16 with the panels mode off (emulated here) matches the same bounds") {
     // On a CPU without a bf16 matmul the panels mode serves bf16; its
     // fallback, f32 kernels on rounded weights, must hold the same bounds.
-    const PanelsPolicy off(false);
+    const test::PanelsOff off;
     const RandomBlock b(7, 13, Layout::out_in, 3);
     const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::bf16});
     const std::string matmul = ffn.implementation().matmul;

@@ -1,5 +1,7 @@
 // bf16 numerics on f32 kernels, for CPUs where oneDNN 2.6 has no bf16 matmul
-// (it needs AVX-512) or only a reference one, slower than f32: the weights,
+// (it needs AVX-512) or only a reference one, slower than f32, and the panels
+// mode (precision_panels.cpp) does not serve either (no AVX2, or switched
+// off): the weights,
 // x and act are rounded to bf16 exactly where the bf16 mode rounds them, and
 // the matmuls run on f32 kernels. Same results as bf16 up to the order of
 // f32 accumulation; f32 speed, which the description says.

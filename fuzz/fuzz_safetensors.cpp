@@ -5,7 +5,8 @@
 // label. A file that opens must be self-consistent (its tensors tile the data
 // exactly, inside the input), every tensor must read in full or be refused as
 // unsupported, and loading a block from it must give weights of the shapes it
-// claims or a one-line invalid_argument / unsupported error. Anything else
+// claims or a one-line invalid_argument / unsupported error; every block
+// listed must describe itself or say why it would not load. Anything else
 // (a crash, a sanitizer report, another exception, a broken invariant)
 // aborts, and libFuzzer keeps the input.
 #include <cstddef>
@@ -81,6 +82,19 @@ void load(const SafetensorsFile& file, const swiglu::WeightSelector& selector) {
     }
 }
 
+// Every block discovery lists either describes itself (d, f >= 1) or says
+// in one line why it would not load; each loads by its own prefix.
+void list(const SafetensorsFile& file) {
+    for (const swiglu::BlockInfo& b : swiglu::detail::list_blocks(file)) {
+        if (b.problem.empty() && (b.d < 1 || b.f < 1))
+            broken("listed block without a shape", b.prefix);
+        if (b.problem.find('\n') != std::string::npos) broken("problem of more than one line");
+        swiglu::WeightSelector selector;
+        selector.prefix = b.prefix;
+        if (!b.prefix.empty()) load(file, selector);
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
@@ -103,5 +117,10 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     load(*file, selector);
     selector.layer = 3;  // both: refused
     load(*file, selector);
+    selector.prefix.clear();
+    selector.layer = 0;
+    selector.expert = 1;  // a Mixture-of-Experts expert
+    load(*file, selector);
+    list(*file);
     return 0;
 }

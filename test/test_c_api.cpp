@@ -161,6 +161,62 @@ TEST_CASE("create from a safetensors file, and its errors") {
     CHECK(error_mentions("garbage.safetensors"));
 }
 
+TEST_CASE("a checkpoint's block chosen by layer, expert or prefix") {
+    // One layer of two Mixtral-style experts.
+    std::vector<swiglu::test::TensorSpec> tensors;
+    std::vector<RandomBlock> experts;
+    for (int e = 0; e < 2; ++e) {
+        experts.emplace_back(6, 11, swiglu::Layout::out_in, unsigned(60 + e));
+        const RandomBlock& b = experts.back();
+        const std::string p = "model.layers.4.block_sparse_moe.experts." + std::to_string(e) + ".";
+        tensors.push_back({p + "w1.weight", "F32", {11, 6}, b.gate});
+        tensors.push_back({p + "w3.weight", "F32", {11, 6}, b.up});
+        tensors.push_back({p + "w2.weight", "F32", {6, 11}, b.down});
+    }
+    const std::string path = swiglu::test::temp_dir() + "/moe.safetensors";
+    swiglu::test::write_file(path, swiglu::test::safetensors_bytes(tensors));
+    const auto x = swiglu::test::random_input(2, 6, 3);
+    const swiglu_options one_thread = {1, SWIGLU_DTYPE_F32};
+
+    swiglu_block_selector selector = SWIGLU_BLOCK_SELECTOR_ANY;
+    selector.expert = 1;
+    for (const char* block : {(const char*)nullptr, "model.layers.4.block_sparse_moe.experts.1."}) {
+        swiglu_block_selector s = selector;
+        if (block) s = {-1, -1, block};
+        swiglu_ffn* ffn = nullptr;
+        REQUIRE(swiglu_ffn_create_from_checkpoint(path.c_str(), &s, &one_thread, &ffn) ==
+                SWIGLU_OK);
+        std::vector<float> y(x.size()), expected(x.size());
+        CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 2) == SWIGLU_OK);
+        swiglu::Ffn cpp(experts[1].gate_view(), experts[1].up_view(), experts[1].down_view(),
+                        swiglu::Options{1});
+        cpp.forward(x.data(), expected.data(), 2);
+        CHECK(y == expected);
+        swiglu_ffn_destroy(ffn);
+    }
+
+    swiglu_ffn* ffn = nullptr;
+    CHECK(swiglu_ffn_create_from_checkpoint(path.c_str(), nullptr, nullptr, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("holds 2 experts"));
+    selector = {4, -1, nullptr};
+    CHECK(swiglu_ffn_create_from_checkpoint(path.c_str(), &selector, nullptr, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("layer 4 holds 2 experts"));
+    selector = {4, 0, "model.layers.4."};
+    CHECK(swiglu_ffn_create_from_checkpoint(path.c_str(), &selector, nullptr, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("not both"));
+    selector = {-2, 0, nullptr};
+    CHECK(swiglu_ffn_create_from_checkpoint(path.c_str(), &selector, nullptr, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("layer -2"));
+    CHECK(swiglu_ffn_create_from_checkpoint(nullptr, nullptr, nullptr, &ffn) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("path is NULL"));
+    CHECK(ffn == nullptr);
+}
+
 TEST_CASE("bf16 and int8 through the C API give the C++ API's numbers") {
     RandomBlock b(13, 29, swiglu::Layout::out_in, 8);
     const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),

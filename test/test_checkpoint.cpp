@@ -11,118 +11,18 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
-#include "error_checks.hpp"
+#include "checkpoint_blocks.hpp"
 #include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
-#include "reference.hpp"
-#include "safetensors_writer.hpp"
 
 using namespace swiglu;
-using swiglu::test::contains;
-using swiglu::test::RandomBlock;
-using swiglu::test::TensorSpec;
+using namespace swiglu::test;
 namespace t = swiglu::test;
 
 namespace {
 
-double tolerance(std::int64_t d, std::int64_t f) { return t::f32_tolerance(d, f); }
-
-std::vector<float> concat(std::vector<float> a, const std::vector<float>& b) {
-    a.insert(a.end(), b.begin(), b.end());
-    return a;
-}
-
-struct Scheme {
-    const char* name;    // what load_weights reports
-    const char* prefix;  // where the scheme puts the block
-    const char* gate;    // names after the prefix (gate_up for phi3-merged)
-    const char* up;      // nullptr: merged into gate
-    const char* down;
-    Layout layout;
-};
-
-const Scheme kSchemes[] = {
-    {"hf-llama", "model.layers.0.mlp.", "gate_proj.weight", "up_proj.weight", "down_proj.weight",
-     Layout::out_in},
-    {"phi3-merged", "model.layers.0.mlp.", "gate_up_proj.weight", nullptr, "down_proj.weight",
-     Layout::out_in},
-    {"bare", "", "gate_proj.weight", "up_proj.weight", "down_proj.weight", Layout::out_in},
-    // The CyberSLM seed's SwiGLUFeedForward saved by torch (nn.Linear: .weight).
-    {"cyberslm", "", "gate_proj.weight", "val_proj.weight", "out_proj.weight", Layout::out_in},
-    {"glassllm", "", "W1", "W3", "W2", Layout::in_out},
-    // cyberslm's alias: the same names without .weight.
-    {"cyberslm", "", "gate_proj", "val_proj", "out_proj", Layout::out_in},
-};
-const Scheme& kHfLlama = kSchemes[0];
-const Scheme& kPhi3 = kSchemes[1];
-const Scheme& kBare = kSchemes[2];
-const Scheme& kCyberslm = kSchemes[3];
-const Scheme& kGlassllm = kSchemes[4];
-const Scheme& kCyberslmBare = kSchemes[5];
-
-std::string layer_prefix(int layer) { return "model.layers." + std::to_string(layer) + ".mlp."; }
-
-// The tensors of `b` (stored in the scheme's layout) under the scheme's
-// names, placed under `prefix` instead of the scheme's own if one is given.
-std::vector<TensorSpec> block_tensors(const Scheme& s, const RandomBlock& b,
-                                      const std::string& dtype, const char* prefix = nullptr) {
-    const std::string p = prefix ? prefix : s.prefix;
-    const std::int64_t d = b.d, f = b.f;
-    const bool out_in = s.layout == Layout::out_in;
-    const std::vector<std::int64_t> in_shape =
-        out_in ? std::vector<std::int64_t>{f, d} : std::vector<std::int64_t>{d, f};
-    const std::vector<std::int64_t> down_shape =
-        out_in ? std::vector<std::int64_t>{d, f} : std::vector<std::int64_t>{f, d};
-    std::vector<TensorSpec> out;
-    if (s.up) {
-        out.push_back({p + s.gate, dtype, in_shape, b.gate});
-        out.push_back({p + s.up, dtype, in_shape, b.up});
-    } else {
-        out.push_back({p + s.gate, dtype, {2 * f, d}, concat(b.gate, b.up)});
-    }
-    out.push_back({p + s.down, dtype, down_shape, b.down});
-    return out;
-}
-
-void append(std::vector<TensorSpec>& to, const std::vector<TensorSpec>& more) {
-    to.insert(to.end(), more.begin(), more.end());
-}
-
 std::string write(const std::vector<TensorSpec>& tensors, const std::string& metadata = "") {
-    const std::string path = t::temp_dir() + "/model.safetensors";
-    t::write_file(path, t::safetensors_bytes(tensors, metadata));
-    return path;
-}
-
-// The error load_weights throws for `path` (a failed check if none).
-std::string load_error(const std::string& path, const WeightSelector& selector = {},
-                       Status status = Status::invalid_argument) {
-    return t::error_message([&] { load_weights(path, selector); }, status);
-}
-
-// `path` is evaluated once (it may write a fresh file).
-#define CHECK_LOAD_FAILS(path, selector, needle)                  \
-    do {                                                          \
-        const std::string path_ = path;                           \
-        const std::string message_ = load_error(path_, selector); \
-        INFO("message: " << message_);                            \
-        CHECK(contains(message_, path_ + ": "));                  \
-        CHECK(contains(message_, needle));                        \
-    } while (0)
-
-// The loaded block runs like the fp64 reference on the weights as stored.
-void check_forward(const LoadedWeights& w, const RandomBlock& expected, const std::string& path,
-                   const WeightSelector& selector) {
-    const Ffn ffn = load_ffn(path, selector, Options{1});
-    CHECK(ffn.d() == expected.d);
-    CHECK(ffn.f() == expected.f);
-    const std::int64_t tokens = 3;
-    const std::vector<float> x = t::random_input(tokens, expected.d, 11);
-    std::vector<float> y(x.size());
-    ffn.forward(x.data(), y.data(), tokens);
-    const std::vector<double> ref =
-        t::reference_ffn(x.data(), tokens, w.gate_view(), w.up_view(), w.down_view());
-    CHECK(t::relative_error(y, ref) <= tolerance(expected.d, expected.f));
+    return t::write_checkpoint(tensors, metadata);
 }
 
 }  // namespace
@@ -166,7 +66,7 @@ TEST_CASE("every scheme in every dtype round trips and matches the reference") {
             }
         }
     }
-    CHECK(checked == 6 * 3 * 2);
+    CHECK(checked == 7 * 3 * 2);
 }
 
 TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
@@ -183,7 +83,8 @@ TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
     }
     const std::string path = write(tensors);
     CHECK_LOAD_FAILS(path, WeightSelector{},
-                     "holds 3 layers (model.layers.{N}.mlp with N = 0, 1, 2): choose one");
+                     "holds 3 layers (\"model.layers.{N}.mlp\" with N = 0, 1, 2): choose one "
+                     "with the layer selector (--layer N)");
     for (int layer = 0; layer < 3; ++layer) {
         const WeightSelector selector{layer, ""};
         const LoadedWeights w = load_weights(path, selector);
@@ -193,12 +94,8 @@ TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
         CHECK(w.down == t::rounded(blocks[layer].down, "BF16"));
         check_forward(w, blocks[layer], path, selector);
     }
-    CHECK_LOAD_FAILS(
-        path, (WeightSelector{5, ""}),
-        "no SwiGLU block found: tried hf-llama (missing \"model.layers.5.mlp.gate_proj.weight\", "
-        "\"model.layers.5.mlp.up_proj.weight\", \"model.layers.5.mlp.down_proj.weight\"); "
-        "phi3-merged (missing \"model.layers.5.mlp.gate_up_proj.weight\"");
-    CHECK_LOAD_FAILS(path, (WeightSelector{5, ""}), "Layers present: 0, 1, 2.");
+    CHECK_LOAD_FAILS(path, (WeightSelector{5, ""}),
+                     "no SwiGLU block found in layer 5. Layers present: 0, 1, 2. tensors present");
 }
 
 TEST_CASE("phi3-merged layers are selected the same way") {
@@ -331,10 +228,11 @@ TEST_CASE("errors: no block at all lists the tensors present, first 20") {
     CHECK_LOAD_FAILS(
         path, WeightSelector{},
         "no SwiGLU block found: tried bare (missing \"gate_proj.weight\", \"up_proj.weight\", "
+        "\"down_proj.weight\"); phi3-merged (missing \"gate_up_proj.weight\", "
         "\"down_proj.weight\"); cyberslm (missing \"gate_proj.weight\", \"val_proj.weight\", "
         "\"out_proj.weight\"); cyberslm without .weight (missing \"gate_proj\", \"val_proj\", "
-        "\"out_proj\"); glassllm (missing \"W1\", \"W3\", \"W2\"). tensors present (25): "
-        "\"t0\" [1] F32");
+        "\"out_proj\"); glassllm (missing \"W1\", \"W3\", \"W2\"); meta (missing "
+        "\"w1.weight\", \"w3.weight\", \"w2.weight\"). tensors present (25): \"t0\" [1] F32");
     const std::string message = load_error(path);
     CHECK(contains(message, "\"t19\" [1] F32, ..."));
     CHECK(!contains(message, "\"t20\""));

@@ -268,6 +268,63 @@ TEST_CASE("--layer and --prefix pick a block from a multi-layer checkpoint") {
     check_output(fx.y_path, fx.x, {5, kD}, fx.block0);
 }
 
+TEST_CASE("info lists every block; --layer and --expert choose a Mixtral expert") {
+    Fixture fx;
+    // Two layers of two experts each, with the router's weight beside them.
+    std::vector<TensorSpec> tensors;
+    std::vector<RandomBlock> experts;
+    for (int layer = 0; layer < 2; ++layer) {
+        const std::string moe = "model.layers." + std::to_string(layer) + ".block_sparse_moe.";
+        tensors.push_back({moe + "gate.weight", "F32", {2, kD}, std::vector<float>(2 * kD, 1.0f)});
+        for (int e = 0; e < 2; ++e) {
+            experts.emplace_back(kD, kF, Layout::out_in, unsigned(50 + 2 * layer + e));
+            const RandomBlock& b = experts.back();
+            const std::string p = moe + "experts." + std::to_string(e) + ".";
+            tensors.push_back({p + "w1.weight", "F32", {kF, kD}, b.gate});
+            tensors.push_back({p + "w3.weight", "F32", {kF, kD}, b.up});
+            tensors.push_back({p + "w2.weight", "F32", {kD, kF}, b.down});
+        }
+    }
+    const std::string moe = fx.dir + "/moe.safetensors";
+    test::write_file(moe, test::safetensors_bytes(tensors));
+
+    Result r = swiglu_cli({"info", "--weights", moe});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("blocks:     4 found\n") != std::string::npos);
+    CHECK(r.out.find("  \"model.layers.1.block_sparse_moe.experts.0.\"  mixtral-expert  layer 1  "
+                     "expert 0  d 13  f 29  F32\n") != std::string::npos);
+    CHECK(r.out.find("choose one with --layer N, --expert E or --block P") != std::string::npos);
+    CHECK(r.out.find("matmul:") == std::string::npos);
+
+    r = swiglu_cli({"info", "--weights", moe, "--layer", "1", "--expert", "1"});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("block:      \"model.layers.1.block_sparse_moe.experts.1.\"\n") !=
+          std::string::npos);
+    CHECK(r.out.find("gate:       model.layers.1.block_sparse_moe.experts.1.w1.weight\n") !=
+          std::string::npos);
+    CHECK(r.out.find("matmul:") != std::string::npos);
+
+    std::vector<std::string> args = fx.run_args(moe, fx.x_path);
+    args.insert(args.end(), {"--layer", "1", "--expert", "0"});
+    r = swiglu_cli(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    check_output(fx.y_path, fx.x, {5, kD}, experts[2]);
+
+    args = fx.run_args(moe, fx.x_path);
+    args.insert(args.end(), {"--block", "model.layers.0.block_sparse_moe.experts.1."});
+    r = swiglu_cli(args);
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    check_output(fx.y_path, fx.x, {5, kD}, experts[1]);
+
+    args = fx.run_args(moe, fx.x_path);
+    args.insert(args.end(), {"--layer", "1"});
+    expect_failure(args, {moe, "layer 1 holds 2 experts", "--expert E"});
+}
+
 TEST_CASE("--trace writes the intermediates") {
     Fixture fx;
     const std::string trace = fx.dir + "/trace";
@@ -346,8 +403,9 @@ TEST_CASE("help, version, and no command") {
     r = swiglu_cli({"run", "--help"});
     CHECK(r.status == 0);
     for (const char* needle :
-         {"--weights", "--layer", "--prefix", "--input", "--output", "--threads", "--trace",
-          "model.layers.N.mlp.", "gate_up_proj", "val_proj", "W1", "(M, d) or (B, T, d)"})
+         {"--weights", "--layer", "--expert", "--block", "--prefix", "--input", "--output",
+          "--threads", "--trace", "model.layers.N.mlp.", "gate_up_proj", "val_proj", "W1",
+          "w1.weight", "experts.E.", "(M, d) or (B, T, d)"})
         CHECK(r.out.find(needle) != std::string::npos);
 
     r = swiglu_cli({"info", "--help"});
@@ -376,7 +434,10 @@ TEST_CASE("bad arguments exit 2 with a message and touch nothing") {
     expect_failure(with({"--bogus"}), {"--bogus"});
     expect_failure(with({"stray"}), {"stray"});
     expect_failure(with({"--layer", "0", "--prefix", "model.layers.0.mlp."}),
-                   {"--layer", "--prefix"});
+                   {"--layer", "--block"});
+    expect_failure(with({"--expert", "1", "--block", "model.layers.0.mlp."}),
+                   {"--expert", "--block"});
+    expect_failure(with({"--expert", "-1"}), {"--expert", "-1"});
     expect_failure(with({"--threads", "-1"}), {"--threads", "-1"});
     expect_failure(with({"--threads", "many"}), {"--threads", "many"});
     expect_failure(with({"--threads", "100000"}), {"threads", "100000"});

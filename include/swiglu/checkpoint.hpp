@@ -1,4 +1,5 @@
-// Loading the block's weights from Hugging Face safetensors checkpoints.
+// Loading the block's weights from safetensors checkpoints: finding the
+// blocks a file holds and choosing one.
 #pragma once
 
 #include <cstdint>
@@ -9,11 +10,29 @@
 
 namespace swiglu {
 
-// Which block of a checkpoint to load. With neither set, the file must hold
-// exactly one block in one of the known naming schemes.
+// Which block of a checkpoint to load. The loader finds every block the
+// file holds, under any prefix, in the known naming schemes (README,
+// "Checkpoints"). With nothing set, the file must hold exactly one; layer
+// and expert keep the blocks of that layer (the number after "layers.",
+// "blocks." or "blk.") and expert (after "experts."), and exactly one must
+// remain; a prefix names the block itself, in any scheme (not with the
+// others). Otherwise the error lists what the file holds and which selector
+// tells the blocks apart.
 struct WeightSelector {
-    std::int64_t layer = -1;  // >= 0: model.layers.{layer}.mlp.* (Hugging Face LLaMA style)
-    std::string prefix;       // non-empty: {prefix}gate_proj.weight etc. (see README)
+    std::int64_t layer = -1;   // >= 0: model.layers.{layer}.mlp., layers.{layer}.feed_forward., ...
+    std::string prefix;        // non-empty: the block's prefix, e.g. "model.layers.3.mlp."
+    std::int64_t expert = -1;  // >= 0: a Mixture-of-Experts expert, ...experts.{expert}.
+};
+
+// One block a checkpoint holds, as list_blocks finds it.
+struct SWIGLU_API BlockInfo {
+    std::string prefix;                    // "" for a block at the top level
+    std::string scheme;                    // e.g. "hf-llama", "mixtral-expert", "cyberslm"
+    std::int64_t layer = -1, expert = -1;  // -1: the prefix has none
+    std::string gate_name, up_name, down_name;
+    std::string source_dtype;  // "F32", "BF16", "F16" or "mixed (...)"
+    std::int64_t d = 0, f = 0;
+    std::string problem;  // why it would not load (shapes, dtype), or ""
 };
 
 // The three weights of one block, converted to f32 and owned here. Keep it
@@ -22,6 +41,8 @@ struct SWIGLU_API LoadedWeights {
     std::int64_t d = 0;
     std::int64_t f = 0;
     std::string scheme;  // the naming scheme that matched, e.g. "hf-llama", "glassllm"
+    std::string prefix;  // where the block sits, e.g. "model.layers.3.mlp."
+    std::int64_t layer = -1, expert = -1;       // -1: the prefix has none
     std::string gate_name, up_name, down_name;  // tensor names as stored in the file
     std::string source_dtype;                   // "F32", "BF16" or "F16"
     std::vector<float> gate, up, down;
@@ -38,6 +59,11 @@ struct SWIGLU_API LoadedWeights {
 // when the three weights are not found), unsupported for a weight whose dtype
 // does not convert to f32 (F32, BF16 and F16 do).
 SWIGLU_API LoadedWeights load_weights(const std::string& path, const WeightSelector& selector = {});
+
+// Every block `path` holds, in natural order of the prefix (layers 2 before
+// 10), each with its shape or the reason it would not load. Throws
+// swiglu::Error for a malformed file.
+SWIGLU_API std::vector<BlockInfo> list_blocks(const std::string& path);
 
 // load_weights + Ffn in one step.
 SWIGLU_API Ffn load_ffn(const std::string& path, const WeightSelector& selector = {},

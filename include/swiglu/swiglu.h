@@ -63,13 +63,35 @@ SWIGLU_C_API swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const sw
                                              const swiglu_weight* down,
                                              const swiglu_options* options, swiglu_ffn** out);
 
-/* Builds a block from a safetensors file. layer >= 0 selects
- * model.layers.{layer}.mlp.*; prefix (or NULL) selects {prefix}gate_proj.weight
- * etc.; with layer < 0 and no prefix the file must hold exactly one block. */
+/* swiglu_ffn_create_from_checkpoint with a layer (>= 0, or -1 for any) and a
+ * block prefix (NULL for none), kept for callers of earlier versions. */
 SWIGLU_C_API swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer,
                                                               const char* prefix,
                                                               const swiglu_options* options,
                                                               swiglu_ffn** out);
+
+/* Which block of a checkpoint: layer and expert >= 0 keep the blocks of that
+ * layer and expert (the numbers after "layers."/"blocks."/"blk." and after
+ * "experts." in the block's prefix), -1 keeps any; block (not NULL, not "")
+ * names the block's prefix itself and excludes the other two. Start from
+ * SWIGLU_BLOCK_SELECTOR_ANY: zero would mean layer 0, expert 0. */
+typedef struct swiglu_block_selector {
+    int64_t layer;
+    int64_t expert;
+    const char* block;
+} swiglu_block_selector;
+#define SWIGLU_BLOCK_SELECTOR_ANY \
+    { -1, -1, NULL }
+
+/* Builds a block from a safetensors checkpoint, found under any prefix in
+ * the schemes the README lists (Hugging Face, Meta/Mistral, Mixtral and
+ * Qwen-MoE experts, the seeds' modules). selector NULL: the file must hold
+ * exactly one block. When none or several match, the error says what the
+ * file holds and which selector tells the blocks apart. */
+SWIGLU_C_API swiglu_status swiglu_ffn_create_from_checkpoint(const char* path,
+                                                             const swiglu_block_selector* selector,
+                                                             const swiglu_options* options,
+                                                             swiglu_ffn** out);
 
 /* y = block(x): x and y row-major (tokens, d) f32; y may equal x. Safe to call
  * from several threads at once on one handle. */

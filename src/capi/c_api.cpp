@@ -115,14 +115,29 @@ swiglu_status swiglu_ffn_create(const swiglu_weight* gate, const swiglu_weight* 
 swiglu_status swiglu_ffn_create_from_safetensors(const char* path, int64_t layer,
                                                  const char* prefix, const swiglu_options* options,
                                                  swiglu_ffn** out) {
+    const swiglu_block_selector selector{layer < 0 ? -1 : layer, -1, prefix};
+    return swiglu_ffn_create_from_checkpoint(path, &selector, options, out);
+}
+
+swiglu_status swiglu_ffn_create_from_checkpoint(const char* path,
+                                                const swiglu_block_selector* selector,
+                                                const swiglu_options* options, swiglu_ffn** out) {
     if (out) *out = nullptr;
     return status_of([&] {
-        require(out != nullptr, "swiglu_ffn_create_from_safetensors: out is NULL");
-        require(path != nullptr, "swiglu_ffn_create_from_safetensors: path is NULL");
-        swiglu::WeightSelector selector;
-        selector.layer = layer < 0 ? -1 : layer;
-        if (prefix) selector.prefix = prefix;
-        *out = new swiglu_ffn{swiglu::load_ffn(path, selector, options_of(options))};
+        require(out != nullptr, "swiglu_ffn_create_from_checkpoint: out is NULL");
+        require(path != nullptr, "swiglu_ffn_create_from_checkpoint: path is NULL");
+        swiglu::WeightSelector s;
+        if (selector) {
+            require(selector->layer >= -1 && selector->expert >= -1,
+                    ("swiglu_ffn_create_from_checkpoint: selector layer " +
+                     std::to_string(selector->layer) + ", expert " +
+                     std::to_string(selector->expert) + ": each must be >= 0, or -1 for any")
+                        .c_str());
+            s.layer = selector->layer;
+            s.expert = selector->expert;
+            if (selector->block) s.prefix = selector->block;
+        }
+        *out = new swiglu_ffn{swiglu::load_ffn(path, s, options_of(options))};
     });
 }
 

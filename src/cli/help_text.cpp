@@ -30,24 +30,31 @@ const char* const run_description =
     "y is written to a temporary file in its directory and renamed into place, so a\n"
     "failed run leaves no partial file and an existing y untouched.\n"
     "\n"
-    "Weight names recognised in the checkpoint (F32, BF16 or F16; converted to f32):\n"
-    "  hf-llama     model.layers.N.mlp.{gate,up,down}_proj.weight, stored (out, in) as\n"
-    "               nn.Linear keeps them; choose N with --layer\n"
-    "  phi3-merged  model.layers.N.mlp.gate_up_proj.weight (2f x d: the gate rows, then\n"
-    "               the up rows) and model.layers.N.mlp.down_proj.weight\n"
-    "  bare         gate_proj.weight, up_proj.weight, down_proj.weight\n"
-    "  cyberslm     gate_proj.weight, val_proj.weight (up), out_proj.weight (down), stored\n"
-    "               (out, in): the seed's nn.Linear layers (also without .weight)\n"
-    "  glassllm     W1 (gate), W3 (up), W2 (down), stored (in, out)\n"
-    "--prefix P puts P in front of the names of any scheme (e.g. 'model.layers.3.mlp.'\n"
-    "or 'blocks.0.ffn.'). Without --layer or --prefix the checkpoint must hold exactly\n"
-    "one block; 'swiglu info --weights FILE' shows what it found.";
+    "Blocks are found under any prefix (F32, BF16 or F16; converted to f32), by the\n"
+    "names after it:\n"
+    "  {gate,up,down}_proj.weight     hf-llama (model.layers.N.mlp.), hf-moe-expert\n"
+    "                                 (...mlp.experts.E.: Qwen-MoE, DeepSeek), bare\n"
+    "  gate_up_proj.weight + down_proj.weight\n"
+    "                                 phi3-merged (2f x d: gate rows, then up rows)\n"
+    "  {gate,val,out}_proj.weight     cyberslm: the seed's nn.Linear gate_proj, val_proj\n"
+    "                                 (up), out_proj (down); also without .weight\n"
+    "  W1, W3, W2                     glassllm (gate, up, down), stored (in, out)\n"
+    "  w1.weight, w3.weight, w2.weight\n"
+    "                                 meta (layers.N.feed_forward.: Meta, Mistral),\n"
+    "                                 mixtral-expert (...block_sparse_moe.experts.E.)\n"
+    "All but glassllm are stored (out, in), as nn.Linear keeps them. A block's layer\n"
+    "is the number after layers., blocks. or blk. in its prefix, its expert the one\n"
+    "after experts. With several blocks, choose one with --layer N (and --expert E\n"
+    "in a Mixture-of-Experts layer) or name it with --block P; the error says which\n"
+    "tells them apart, and 'swiglu info --weights FILE' lists every block found.";
 
 const char* const run_footer =
     "Examples:\n"
     "  swiglu run --weights model.safetensors --layer 3 --input x.npy --output y.npy\n"
     "  swiglu run --weights block.safetensors --input x.npy --output y.npy --threads 8\n"
-    "  swiglu run --weights model.safetensors --prefix model.layers.3.mlp. \\\n"
+    "  swiglu run --weights mixtral.safetensors --layer 3 --expert 5 --input x.npy \\\n"
+    "             --output y.npy\n"
+    "  swiglu run --weights model.safetensors --block model.layers.3.mlp. \\\n"
     "             --input x.npy --output y.npy --trace trace/\n"
     "\n"
     "With --trace DIR the intermediates are also written to DIR (created if missing):\n"
@@ -59,13 +66,16 @@ const char* const info_description =
     "Prints the library version, the CPU's SIMD features, the SiLU(gate)*up kernel\n"
     "(xsimd) and the matmul implementation (oneDNN) the block runs on, and the thread\n"
     "count. Without --weights the kernels are those of a small probe block\n"
-    "(d = 64, f = 128); with --weights, of that checkpoint's block, and the checkpoint's\n"
-    "naming scheme, tensor names, dtype, d, f and parameter count are printed too.";
+    "(d = 64, f = 128). With --weights, every block the checkpoint holds is listed\n"
+    "(prefix, scheme, layer, expert, d, f, dtype, or why it would not load); then,\n"
+    "when there is one or --layer, --expert or --block chooses one, that block's\n"
+    "tensor names and parameter count, and the kernels it runs on.";
 
 const char* const info_footer =
     "Examples:\n"
     "  swiglu info\n"
     "  swiglu info --threads 4\n"
+    "  swiglu info --weights model.safetensors\n"
     "  swiglu info --weights model.safetensors --layer 0";
 
 }  // namespace swiglu::cli::help

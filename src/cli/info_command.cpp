@@ -7,6 +7,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "help_text.hpp"
+#include "io/safetensors.hpp"
 
 namespace swiglu::cli {
 namespace {
@@ -46,8 +47,26 @@ void print_dtype_support(const Options& options) {
     }
 }
 
-void print_checkpoint(const std::string& path, const LoadedWeights& w) {
-    line("weights:", path);
+// Every block the checkpoint holds, a line each: prefix (quoted: the names
+// come from the file), scheme, layer and expert, then d, f and dtype or why
+// it would not load.
+void print_blocks(const std::vector<BlockInfo>& blocks) {
+    line("blocks:", std::to_string(blocks.size()) + " found");
+    for (const BlockInfo& b : blocks) {
+        std::string s = "  " + detail::quote_name(b.prefix) + "  " + b.scheme;
+        if (b.layer >= 0) s += "  layer " + std::to_string(b.layer);
+        if (b.expert >= 0) s += "  expert " + std::to_string(b.expert);
+        if (b.problem.empty())
+            s +=
+                "  d " + std::to_string(b.d) + "  f " + std::to_string(b.f) + "  " + b.source_dtype;
+        else
+            s += "  not loadable: " + b.problem;
+        std::cout << s << '\n';
+    }
+}
+
+void print_checkpoint(const LoadedWeights& w) {
+    line("block:", detail::quote_name(w.prefix));
     line("scheme:", w.scheme);
     line("gate:", w.gate_name);
     line("up:", w.up_name);
@@ -74,7 +93,12 @@ void info_command(const InfoArgs& args) {
     // A checkpoint that fails to load fails the command before anything is
     // printed: no half report on stdout.
     const bool with_weights = !args.weights.path.empty();
-    const LoadedWeights w = with_weights ? load_checkpoint(args.weights) : LoadedWeights{};
+    const std::vector<BlockInfo> blocks =
+        with_weights ? list_checkpoint(args.weights) : std::vector<BlockInfo>{};
+    // Several blocks and none chosen: the list alone (the kernels depend on
+    // the block); otherwise the block that loads, or the reason it doesn't.
+    const bool one_block = with_weights && (args.weights.selects() || blocks.size() <= 1);
+    const LoadedWeights w = one_block ? load_checkpoint(args.weights) : LoadedWeights{};
 
     line("swiglu:", version());
     line("cpu:", cpu_features());
@@ -88,9 +112,15 @@ void info_command(const InfoArgs& args) {
         print_dtype_support(options);
         return;
     }
+    line("weights:", args.weights.path);
+    print_blocks(blocks);
+    if (!one_block) {
+        std::cout << "choose one with --layer N, --expert E or --block P to see its kernels\n";
+        return;
+    }
     // The checkpoint is printed before the block is built, so that a block
     // the library rejects (e.g. a bad --threads) still shows what the file holds.
-    print_checkpoint(args.weights.path, w);
+    print_checkpoint(w);
     std::cout.flush();
     const Ffn ffn(w.gate_view(), w.up_view(), w.down_view(), options);
     print_implementation(ffn, "for this block");

@@ -41,6 +41,14 @@ LoadedWeights load_checkpoint(const WeightsArgs& args) {
     }
 }
 
+std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args) {
+    try {
+        return list_blocks(args.path);
+    } catch (const Error& e) {
+        rethrow_naming(e, args.path);
+    }
+}
+
 void add_weights_options(CLI::App& command, WeightsArgs& args, bool required) {
     command
         .add_option("--weights", args.path,
@@ -51,21 +59,29 @@ void add_weights_options(CLI::App& command, WeightsArgs& args, bool required) {
     CLI::Option* layer =
         command
             .add_option("--layer", args.layer,
-                        "load model.layers.N.mlp.* from a checkpoint with several layers")
+                        "the block of layer N (model.layers.N.mlp., layers.N.feed_forward., "
+                        "blocks.N.ffn., ...) in a checkpoint with several")
             ->type_name("N")
             ->check(non_negative(">= 0"));
-    CLI::Option* prefix =
+    CLI::Option* expert = command
+                              .add_option("--expert", args.expert,
+                                          "expert E of a Mixture-of-Experts layer "
+                                          "(...experts.E.; with --layer N when there are several)")
+                              ->type_name("E")
+                              ->check(non_negative(">= 0"));
+    CLI::Option* block =
         command
-            .add_option("--prefix", args.prefix,
-                        "load the tensors named P + the scheme's names, e.g. P + gate_proj.weight "
-                        "(e.g. 'model.layers.3.mlp.')")
+            .add_option("--block,--prefix", args.prefix,
+                        "the block whose tensors are P + a scheme's names, e.g. "
+                        "'model.layers.3.mlp.' ('swiglu info --weights FILE' lists them)")
             ->type_name("P");
-    layer->excludes(prefix);
-    prefix->excludes(layer);
+    for (CLI::Option* other : {layer, expert}) {
+        block->excludes(other);
+        other->excludes(block);
+    }
     if (required) return;
     // Selecting a block only means something with a checkpoint to select from.
-    layer->needs("--weights");
-    prefix->needs("--weights");
+    for (CLI::Option* o : {layer, expert, block}) o->needs("--weights");
 }
 
 void add_threads_option(CLI::App& command, int& threads) {

@@ -1,8 +1,10 @@
-// --weights, --layer, --prefix, --threads and --dtype, shared by `run` and `info`.
+// --weights, --layer, --expert, --block, --threads and --dtype, shared by
+// `run` and `info`.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 #include <swiglu/checkpoint.hpp>
@@ -12,16 +14,21 @@ namespace swiglu::cli {
 struct WeightsArgs {
     std::string path;
     std::int64_t layer = -1;
+    std::int64_t expert = -1;
     std::string prefix;
 
-    WeightSelector selector() const { return {layer, prefix}; }
+    WeightSelector selector() const { return {layer, prefix, expert}; }
+    bool selects() const { return layer >= 0 || expert >= 0 || !prefix.empty(); }
 };
 
-// Adds --weights (required or not), --layer and --prefix (mutually exclusive).
+// Adds --weights (required or not), --layer and --expert, and --block
+// (alias --prefix; excludes the other two).
 void add_weights_options(CLI::App& command, WeightsArgs& args, bool required);
 // load_weights for these arguments. Its errors name the checkpoint; where a
 // message does not, "weights PATH: " is put in front.
 LoadedWeights load_checkpoint(const WeightsArgs& args);
+// list_blocks for the checkpoint, its errors named the same way.
+std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args);
 
 // Adds --threads N (>= 0, 0 = every core this process may use).
 void add_threads_option(CLI::App& command, int& threads);

@@ -1,23 +1,19 @@
-// Finds the block's three weights in a safetensors checkpoint by naming
-// scheme, checks their shapes agree, and converts them to f32.
+// Chooses a block among those a safetensors checkpoint holds (discovery and
+// its naming schemes: io/block_discovery.hpp), checks its shapes agree, and
+// converts it to f32.
 //
-// Schemes, tried in this order (names relative to a prefix):
-//   hf-llama     model.layers.{N}.mlp.{gate,up,down}_proj.weight   (out, in)
-//   phi3-merged  model.layers.{N}.mlp.gate_up_proj.weight (2f, d): gate rows
-//                first, then up; plus ...down_proj.weight          (out, in)
-//   bare         {gate,up,down}_proj.weight                        (out, in)
-//   cyberslm     {gate,val,out}_proj.weight: the seed's nn.Linear
-//                layers gate_proj, val_proj (up), out_proj (down)  (out, in)
-//                (and, as an alias, the same names without .weight)
-//   glassllm     W1 (gate), W3 (up), W2 (down)                     (in, out)
-// WeightSelector::layer picks N; WeightSelector::prefix replaces the prefix
-// for every scheme ("bare" is then reported as "hf-llama" when the prefix is
-// model.layers.{N}.mlp.).
+// Selection (WeightSelector): a prefix names the block exactly, in any
+// scheme (the families are tried at it in priority order, so any prefix
+// works, not only one that ends in '.'); otherwise the blocks found are kept
+// whose layer and expert match those asked for, and exactly one must remain.
+// When none or several do, the error says what the file holds and which
+// selector tells them apart.
 #include <swiglu/checkpoint.hpp>
 
 #include <set>
 
 #include "common/messages.hpp"
+#include "io/block_discovery.hpp"
 #include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
 
@@ -25,110 +21,28 @@ namespace swiglu {
 
 namespace {
 
+using detail::Family;
+using detail::FoundBlock;
+using detail::PartialBlock;
 using detail::quote_name;
 using detail::SafetensorsFile;
 using detail::shape_text;
 using detail::TensorDtype;
 using detail::TensorInfo;
 
-// One way of naming the three weights, after the prefix.
-struct Family {
-    const char* scheme;  // reported as LoadedWeights::scheme
-    const char* label;   // in "no block found": the scheme, told apart from its aliases
-    const char* gate;
-    const char* up;  // nullptr: up is the second half of `gate` (merged gate_up)
-    const char* down;
-    Layout layout;
-};
-
-constexpr Family kProj{
-    "bare", "bare", "gate_proj.weight", "up_proj.weight", "down_proj.weight", Layout::out_in};
-constexpr Family kMerged{"phi3-merged", "phi3-merged",      "gate_up_proj.weight",
-                         nullptr,       "down_proj.weight", Layout::out_in};
-// The CyberSLM seed's module: every nn.Linear in its state_dict adds .weight.
-constexpr Family kCyberslm{"cyberslm",        "cyberslm",        "gate_proj.weight",
-                           "val_proj.weight", "out_proj.weight", Layout::out_in};
-constexpr Family kCyberslmBare{
-    "cyberslm", "cyberslm without .weight", "gate_proj", "val_proj", "out_proj", Layout::out_in};
-constexpr Family kGlassllm{"glassllm", "glassllm", "W1", "W3", "W2", Layout::in_out};
-
-struct Candidate {
-    std::string scheme;  // the family's, or hf-llama for bare names under model.layers.{N}.mlp.
-    std::string prefix;
-    const Family* family;
-    // In "no block found": the scheme as reported, or the alias it tried.
-    std::string label() const {
-        return std::string(family->label) == family->scheme ? scheme : family->label;
-    }
-};
-
-// The tensors of a candidate that matched: up is null for a merged gate_up.
-struct Match {
-    const Candidate* candidate;
-    const TensorInfo* gate;
-    const TensorInfo* up;
-    const TensorInfo* down;
-};
-
-constexpr std::size_t kListedTensors = 20;
-constexpr std::size_t kListedLayers = 20;
+constexpr std::size_t kListed = 20;  // tensors, layers, blocks listed in a message
 
 [[noreturn]] void fail(const SafetensorsFile& file, const std::string& what,
                        Status status = Status::invalid_argument) {
     throw Error(status, file.label() + ": " + what);
 }
 
-std::string layer_prefix(const std::string& layer) { return "model.layers." + layer + ".mlp."; }
-
-// "model.layers.{digits}.mlp." followed by nothing else.
-bool is_layer_prefix(const std::string& prefix) {
-    const std::string head = "model.layers.", tail = ".mlp.";
-    if (prefix.size() <= head.size() + tail.size() || prefix.compare(0, head.size(), head) != 0 ||
-        prefix.compare(prefix.size() - tail.size(), tail.size(), tail) != 0)
-        return false;
-    for (std::size_t i = head.size(); i < prefix.size() - tail.size(); ++i)
-        if (prefix[i] < '0' || prefix[i] > '9') return false;
-    return true;
-}
-
-// Layer numbers as written in the file, in numeric order.
-struct NumericOrder {
-    bool operator()(const std::string& a, const std::string& b) const {
-        return a.size() != b.size() ? a.size() < b.size() : a < b;
-    }
-};
-using LayerSet = std::set<std::string, NumericOrder>;
-
-// The N of every model.layers.{N}.mlp.<a weight name of hf-llama or phi3>.
-LayerSet find_layers(const SafetensorsFile& file) {
-    const std::string head = "model.layers.";
-    const std::string suffixes[] = {"gate_proj.weight", "up_proj.weight", "down_proj.weight",
-                                    "gate_up_proj.weight"};
-    LayerSet layers;
-    for (const TensorInfo& t : file.tensors()) {
-        const std::string& name = t.name;
-        if (name.compare(0, head.size(), head) != 0) continue;
-        const std::size_t dot = name.find('.', head.size());
-        if (dot == std::string::npos || dot == head.size()) continue;
-        const std::string prefix = name.substr(0, dot) + ".mlp.";
-        if (!is_layer_prefix(prefix) || name.compare(0, prefix.size(), prefix) != 0) continue;
-        for (const std::string& s : suffixes)
-            if (name.size() == prefix.size() + s.size() &&
-                name.compare(prefix.size(), s.size(), s) == 0)
-                layers.insert(name.substr(head.size(), dot - head.size()));
-    }
-    return layers;
-}
-
-std::string layers_text(const LayerSet& layers) {
+// "a, b, c" of the first kListed, then ", ...".
+std::string listed(const std::vector<std::string>& items) {
     std::string s;
-    std::size_t n = 0;
-    for (const std::string& layer : layers) {
-        if (n++ == kListedLayers) {
-            s += ", ...";
-            break;
-        }
-        s += (s.empty() ? "" : ", ") + layer;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i == kListed) return s + ", ...";
+        s += (i ? ", " : "") + items[i];
     }
     return s;
 }
@@ -137,67 +51,191 @@ std::string tensors_text(const SafetensorsFile& file) {
     const auto& tensors = file.tensors();
     std::string s = "tensors present (" + std::to_string(tensors.size()) + "):";
     if (tensors.empty()) return s + " none";
-    for (std::size_t i = 0; i < tensors.size() && i < kListedTensors; ++i)
+    for (std::size_t i = 0; i < tensors.size() && i < kListed; ++i)
         s += (i ? ", " : " ") + quote_name(tensors[i].name) + " " + shape_text(tensors[i].shape) +
              " " + detail::dtype_name(tensors[i].dtype);
-    if (tensors.size() > kListedTensors) s += ", ...";
+    if (tensors.size() > kListed) s += ", ...";
     return s;
 }
 
-std::vector<Candidate> candidates_for(const SafetensorsFile& file, const WeightSelector& selector,
-                                      const LayerSet& layers) {
-    if (selector.layer >= 0) {
-        const std::string p = layer_prefix(std::to_string(selector.layer));
-        return {{"hf-llama", p, &kProj}, {"phi3-merged", p, &kMerged}};
+std::string missing_text(const std::string& label, const std::vector<std::string>& missing) {
+    std::vector<std::string> quoted;
+    for (const std::string& name : missing) quoted.push_back(quote_name(name));
+    return label + " (missing " + listed(quoted) + ")";
+}
+
+// Each family tried at `prefix`, with the names it lacks.
+std::string tried_at(const SafetensorsFile& file, const std::string& prefix) {
+    std::string tried;
+    for (const Family& f : detail::block_families()) {
+        std::vector<std::string> missing;
+        for (const char* role : {f.gate, f.up, f.down})
+            if (role && !file.find(prefix + role)) missing.push_back(prefix + role);
+        const std::string label =
+            std::string(f.label) == f.scheme ? detail::scheme_at(f, prefix) : f.label;
+        if (!missing.empty()) tried += (tried.empty() ? "" : "; ") + missing_text(label, missing);
     }
-    if (!selector.prefix.empty()) {
-        const std::string& p = selector.prefix;
-        return {{is_layer_prefix(p) ? "hf-llama" : "bare", p, &kProj},
-                {"phi3-merged", p, &kMerged},
-                {"cyberslm", p, &kCyberslm},
-                {"cyberslm", p, &kCyberslmBare},
-                {"glassllm", p, &kGlassllm}};
+    return tried;
+}
+
+// The blocks that are not quite there (at least `min_present` of three
+// names), for "no block found".
+std::string partial_text(const std::vector<const PartialBlock*>& partial, int min_present) {
+    std::vector<std::string> items;
+    for (const PartialBlock* p : partial)
+        if (p->present >= min_present) items.push_back(missing_text(p->label, p->missing));
+    std::string s;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i == kListed) return s + "; ...";
+        s += (i ? "; " : "") + items[i];
     }
-    if (layers.size() > 1)
-        fail(file, "holds " + std::to_string(layers.size()) +
-                       " layers (model.layers.{N}.mlp with N = " + layers_text(layers) +
-                       "): choose one with the layer selector (--layer N)");
-    std::vector<Candidate> out;
-    if (layers.size() == 1) {
-        const std::string p = layer_prefix(*layers.begin());
-        out.push_back({"hf-llama", p, &kProj});
-        out.push_back({"phi3-merged", p, &kMerged});
-    }
-    out.push_back({"bare", "", &kProj});
-    out.push_back({"cyberslm", "", &kCyberslm});
-    out.push_back({"cyberslm", "", &kCyberslmBare});
-    out.push_back({"glassllm", "", &kGlassllm});
+    return s;
+}
+
+std::vector<std::string> numbers(const std::set<std::int64_t>& values) {
+    std::vector<std::string> out;
+    for (std::int64_t v : values) out.push_back(std::to_string(v));
     return out;
 }
 
-// The first candidate whose tensors are all present; otherwise an error that
-// lists, per scheme, what was missing, and what the file does hold.
-Match find_block(const SafetensorsFile& file, const std::vector<Candidate>& candidates,
-                 const LayerSet& layers) {
-    std::string tried;
-    for (const Candidate& c : candidates) {
-        const Family& f = *c.family;
-        std::string missing;
-        auto look = [&](const char* suffix) -> const TensorInfo* {
-            if (!suffix) return nullptr;
-            const std::string name = c.prefix + suffix;
-            const TensorInfo* t = file.find(name);
-            if (!t) missing += (missing.empty() ? "" : ", ") + quote_name(name);
-            return t;
-        };
-        const TensorInfo* gate = look(f.gate);
-        const TensorInfo* up = look(f.up);
-        const TensorInfo* down = look(f.down);
-        if (missing.empty()) return {&c, gate, up, down};
-        tried += (tried.empty() ? "" : "; ") + c.label() + " (missing " + missing + ")";
+std::set<std::int64_t> layers_of(const std::vector<const FoundBlock*>& blocks) {
+    std::set<std::int64_t> layers;
+    for (const FoundBlock* b : blocks)
+        if (b->layer >= 0) layers.insert(b->layer);
+    return layers;
+}
+
+// "model.layers.{N}.mlp" when every block shares it, else "".
+std::string common_pattern(const std::vector<const FoundBlock*>& blocks) {
+    std::string pattern;
+    for (const FoundBlock* b : blocks) {
+        const std::string p = detail::prefix_pattern(b->prefix);
+        if (!pattern.empty() && p != pattern) return "";
+        pattern = p;
     }
-    std::string what = "no SwiGLU block found: tried " + tried + ". ";
-    if (!layers.empty()) what += "Layers present: " + layers_text(layers) + ". ";
+    if (!pattern.empty() && pattern.back() == '.') pattern.pop_back();
+    return quote_name(pattern);
+}
+
+std::string selection_text(const WeightSelector& s) {
+    std::string text;
+    if (s.layer >= 0) text += " in layer " + std::to_string(s.layer);
+    if (s.expert >= 0) text += " with expert " + std::to_string(s.expert);
+    return text;
+}
+
+// Several blocks remain: what tells them apart.
+[[noreturn]] void ambiguous(const SafetensorsFile& file,
+                            const std::vector<const FoundBlock*>& blocks,
+                            const WeightSelector& selector) {
+    const std::set<std::int64_t> layers = layers_of(blocks);
+    bool all_layered = true;
+    std::set<std::int64_t> experts;
+    std::vector<std::string> others;  // blocks that are no expert
+    for (const FoundBlock* b : blocks) {
+        all_layered = all_layered && b->layer >= 0;
+        if (b->expert >= 0)
+            experts.insert(b->expert);
+        else
+            others.push_back(quote_name(b->prefix));
+    }
+    const std::string where = selector.layer >= 0 ? "layer " + std::to_string(selector.layer) : "";
+    if (all_layered && layers.size() > 1) {
+        const std::string pattern = common_pattern(blocks);
+        fail(file,
+             "holds " + std::to_string(layers.size()) + " layers (" +
+                 (pattern.empty() ? "" : pattern + " with ") + "N = " + listed(numbers(layers)) +
+                 "): choose one with the layer selector (--layer N)" +
+                 (experts.empty() ? "" : ", and an expert with the expert selector (--expert E)"));
+    }
+    if (experts.size() > 1) {
+        std::vector<const FoundBlock*> expert_blocks;
+        for (const FoundBlock* b : blocks)
+            if (b->expert >= 0) expert_blocks.push_back(b);
+        const std::string pattern = common_pattern(expert_blocks);
+        fail(file, (where.empty() ? "holds " : where + " holds ") + std::to_string(experts.size()) +
+                       " experts (" + (pattern.empty() ? "" : pattern + " with ") +
+                       "E = " + listed(numbers(experts)) + ")" +
+                       (others.empty() ? "" : " and other blocks (" + listed(others) + ")") +
+                       ": choose one with the expert selector (--expert E)" +
+                       (others.empty() ? "" : " or the block selector (--block PREFIX)"));
+    }
+    std::vector<std::string> items;
+    for (const FoundBlock* b : blocks) items.push_back(quote_name(b->prefix) + " " + b->scheme);
+    fail(file, (where.empty() ? "holds " : where + " holds ") + std::to_string(blocks.size()) +
+                   " SwiGLU blocks (" + listed(items) +
+                   "): choose one with the block selector (--block PREFIX)");
+}
+
+// The block `prefix` names, in the first family complete there.
+FoundBlock block_at(const SafetensorsFile& file, const std::string& prefix,
+                    const std::vector<FoundBlock>& found) {
+    for (const Family& f : detail::block_families()) {
+        bool complete = true;
+        for (const char* role : {f.gate, f.up, f.down})
+            complete = complete && (!role || file.find(prefix + role));
+        if (!complete) continue;
+        FoundBlock b;
+        b.prefix = prefix;
+        b.family = &f;
+        b.scheme = detail::scheme_at(f, prefix);
+        b.layer = detail::layer_of(prefix);
+        b.expert = detail::expert_of(prefix);
+        b.gate = prefix + f.gate;
+        if (f.up) b.up = prefix + f.up;
+        b.down = prefix + f.down;
+        return b;
+    }
+    std::vector<std::string> present;
+    for (const FoundBlock& b : found) present.push_back(quote_name(b.prefix));
+    fail(file, "no SwiGLU block found: tried " + tried_at(file, prefix) + ". " +
+                   (present.empty() ? "" : "Blocks present: " + listed(present) + ". ") +
+                   tensors_text(file));
+}
+
+FoundBlock select_block(const SafetensorsFile& file, const WeightSelector& selector) {
+    if (!selector.prefix.empty() && selector.layer >= 0)
+        fail(file, "give a layer (" + std::to_string(selector.layer) + ") or a prefix (" +
+                       quote_name(selector.prefix) + "), not both");
+    if (!selector.prefix.empty() && selector.expert >= 0)
+        fail(file, "give an expert (" + std::to_string(selector.expert) + ") or a prefix (" +
+                       quote_name(selector.prefix) + "), not both");
+    std::vector<std::string_view> names;
+    for (const TensorInfo& t : file.tensors()) names.push_back(t.name);
+    const detail::Discovery found = detail::discover_blocks(names);
+    if (!selector.prefix.empty()) return block_at(file, selector.prefix, found.blocks);
+
+    std::vector<const FoundBlock*> chosen;
+    for (const FoundBlock& b : found.blocks)
+        if ((selector.layer < 0 || b.layer == selector.layer) &&
+            (selector.expert < 0 || b.expert == selector.expert))
+            chosen.push_back(&b);
+    if (chosen.size() > 1) ambiguous(file, chosen, selector);
+    if (chosen.size() == 1) return *chosen.front();
+
+    std::vector<const PartialBlock*> partial;
+    for (const PartialBlock& p : found.partial)
+        if ((selector.layer < 0 || p.layer == selector.layer) &&
+            (selector.expert < 0 || p.expert == selector.expert))
+            partial.push_back(&p);
+    std::vector<const FoundBlock*> all;
+    for (const FoundBlock& b : found.blocks) all.push_back(&b);
+    const std::set<std::int64_t> layers = layers_of(all);
+    std::string what = "no SwiGLU block found" + selection_text(selector);
+    // Names that nearly make a block (two of three; one under a selector)
+    // say most; with none, every family tried at the top level.
+    const std::string nearly = partial_text(partial, selector.layer >= 0 ? 1 : 2);
+    if (!nearly.empty())
+        what += ": tried " + nearly;
+    else if (selector.layer < 0 && selector.expert < 0)
+        what += ": tried " + tried_at(file, "");
+    what += ". ";
+    if (!layers.empty()) what += "Layers present: " + listed(numbers(layers)) + ". ";
+    if (selector.expert >= 0 && !found.blocks.empty()) {
+        std::vector<std::string> present;
+        for (const FoundBlock* b : all) present.push_back(quote_name(b->prefix));
+        what += "Blocks present: " + listed(present) + ". ";
+    }
     fail(file, what + tensors_text(file));
 }
 
@@ -225,12 +263,71 @@ void expect_shape(const SafetensorsFile& file, const TensorInfo& t, const char* 
                        shape_text(t.shape));
 }
 
-std::string dtype_summary(const Match& m) {
-    const char* g = detail::dtype_name(m.gate->dtype);
-    const char* u = detail::dtype_name((m.up ? m.up : m.gate)->dtype);
-    const char* d = detail::dtype_name(m.down->dtype);
+// A block's tensors, checked: each 2-D in a dtype that converts, shapes
+// that agree, d and f >= 1.
+struct Checked {
+    const TensorInfo* gate;
+    const TensorInfo* up;  // nullptr: merged into gate
+    const TensorInfo* down;
+    std::int64_t d, f;
+};
+
+Checked check_block(const SafetensorsFile& file, const FoundBlock& b) {
+    Checked c{file.find(b.gate), b.up.empty() ? nullptr : file.find(b.up), file.find(b.down), 0, 0};
+    check_weight(file, *c.gate, c.up ? "gate" : "gate_up");
+    if (c.up) check_weight(file, *c.up, "up");
+    check_weight(file, *c.down, "down");
+
+    // d and f come from the gate (or gate_up); up and down must agree.
+    std::int64_t& d = c.d;
+    std::int64_t& f = c.f;
+    const std::string from =
+        "from " + role_text(*c.gate, c.up ? "gate" : "gate_up") + " " + shape_text(c.gate->shape);
+    if (!c.up) {
+        if (c.gate->shape[0] % 2 != 0)
+            fail(file, "gate_up " + quote_name(c.gate->name) + " " + shape_text(c.gate->shape) +
+                           " must have an even number of rows (2f: gate rows, then up rows)");
+        f = c.gate->shape[0] / 2;
+        d = c.gate->shape[1];
+        expect_shape(file, *c.down, "down", d, f, "[d, f]", from + " as [2f, d]");
+    } else if (b.family->layout == Layout::out_in) {
+        f = c.gate->shape[0];
+        d = c.gate->shape[1];
+        expect_shape(file, *c.up, "up", f, d, "[f, d]", from + " as [f, d]");
+        expect_shape(file, *c.down, "down", d, f, "[d, f]", from + " as [f, d]");
+    } else {
+        d = c.gate->shape[0];
+        f = c.gate->shape[1];
+        expect_shape(file, *c.up, "up", d, f, "[d, f]", from + " as [d, f]");
+        expect_shape(file, *c.down, "down", f, d, "[f, d]", from + " as [d, f]");
+    }
+    if (d < 1 || f < 1)
+        fail(file, "empty block: d = " + std::to_string(d) + ", f = " + std::to_string(f) + " (" +
+                       from + "); both must be >= 1");
+    return c;
+}
+
+std::string dtype_summary(const Checked& c) {
+    const char* g = detail::dtype_name(c.gate->dtype);
+    const char* u = detail::dtype_name((c.up ? c.up : c.gate)->dtype);
+    const char* d = detail::dtype_name(c.down->dtype);
     if (std::string(g) == u && std::string(g) == d) return g;
     return std::string("mixed (gate ") + g + ", up " + u + ", down " + d + ")";
+}
+
+// What LoadedWeights and BlockInfo share.
+template <class Out>
+void describe(const FoundBlock& b, const Checked& c, Out& out) {
+    out.d = c.d;
+    out.f = c.f;
+    out.prefix = b.prefix;
+    out.scheme = b.scheme;
+    out.layer = b.layer;
+    out.expert = b.expert;
+    out.gate_name = b.gate;
+    out.up_name = b.up.empty() ? b.gate : b.up;
+    out.down_name = b.down;
+    out.source_dtype = dtype_summary(c);
 }
 
 }  // namespace
@@ -238,65 +335,45 @@ std::string dtype_summary(const Match& m) {
 namespace detail {
 
 LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& selector) {
-    if (selector.layer >= 0 && !selector.prefix.empty())
-        fail(file, "give a layer (" + std::to_string(selector.layer) + ") or a prefix (" +
-                       quote_name(selector.prefix) + "), not both");
-    const LayerSet layers = find_layers(file);
-    const std::vector<Candidate> candidates = candidates_for(file, selector, layers);
-    const Match m = find_block(file, candidates, layers);
-    const Family& family = *m.candidate->family;
-
-    check_weight(file, *m.gate, m.up ? "gate" : "gate_up");
-    if (m.up) check_weight(file, *m.up, "up");
-    check_weight(file, *m.down, "down");
-
-    // d and f come from the gate (or gate_up); up and down must agree.
-    std::int64_t d, f;
-    const std::string from =
-        "from " + role_text(*m.gate, m.up ? "gate" : "gate_up") + " " + shape_text(m.gate->shape);
-    if (!m.up) {
-        if (m.gate->shape[0] % 2 != 0)
-            fail(file, "gate_up " + quote_name(m.gate->name) + " " + shape_text(m.gate->shape) +
-                           " must have an even number of rows (2f: gate rows, then up rows)");
-        f = m.gate->shape[0] / 2;
-        d = m.gate->shape[1];
-        expect_shape(file, *m.down, "down", d, f, "[d, f]", from + " as [2f, d]");
-    } else if (family.layout == Layout::out_in) {
-        f = m.gate->shape[0];
-        d = m.gate->shape[1];
-        expect_shape(file, *m.up, "up", f, d, "[f, d]", from + " as [f, d]");
-        expect_shape(file, *m.down, "down", d, f, "[d, f]", from + " as [f, d]");
-    } else {
-        d = m.gate->shape[0];
-        f = m.gate->shape[1];
-        expect_shape(file, *m.up, "up", d, f, "[d, f]", from + " as [d, f]");
-        expect_shape(file, *m.down, "down", f, d, "[f, d]", from + " as [d, f]");
-    }
-    if (d < 1 || f < 1)
-        fail(file, "empty block: d = " + std::to_string(d) + ", f = " + std::to_string(f) + " (" +
-                       from + "); both must be >= 1");
-
+    const FoundBlock b = select_block(file, selector);
+    const Checked c = check_block(file, b);
     LoadedWeights w;
-    w.d = d;
-    w.f = f;
-    w.scheme = m.candidate->scheme;
-    w.gate_name = m.gate->name;
-    w.up_name = m.up ? m.up->name : m.gate->name;
-    w.down_name = m.down->name;
-    w.source_dtype = dtype_summary(m);
-    w.gate_layout = w.up_layout = w.down_layout = family.layout;
-    if (m.up) {
-        w.gate = file.to_f32(*m.gate);
-        w.up = file.to_f32(*m.up);
+    describe(b, c, w);
+    w.gate_layout = w.up_layout = w.down_layout = b.family->layout;
+    if (c.up) {
+        w.gate = file.to_f32(*c.gate);
+        w.up = file.to_f32(*c.up);
     } else {
         // Split [2f, d] row-major: the first f rows are gate, the rest up.
-        const std::vector<float> both = file.to_f32(*m.gate);
-        const auto half = static_cast<std::ptrdiff_t>(f * d);
+        const std::vector<float> both = file.to_f32(*c.gate);
+        const auto half = static_cast<std::ptrdiff_t>(c.f * c.d);
         w.gate.assign(both.begin(), both.begin() + half);
         w.up.assign(both.begin() + half, both.end());
     }
-    w.down = file.to_f32(*m.down);
+    w.down = file.to_f32(*c.down);
     return w;
+}
+
+std::vector<BlockInfo> list_blocks(const SafetensorsFile& file) {
+    std::vector<std::string_view> names;
+    for (const TensorInfo& t : file.tensors()) names.push_back(t.name);
+    std::vector<BlockInfo> out;
+    for (const FoundBlock& b : discover_blocks(names).blocks) {
+        BlockInfo info;
+        info.prefix = b.prefix;
+        info.scheme = b.scheme;
+        info.layer = b.layer;
+        info.expert = b.expert;
+        try {
+            describe(b, check_block(file, b), info);
+        } catch (const Error& e) {
+            // The message without the file's label, which the caller knows.
+            const std::string m = e.what(), label = file.label() + ": ";
+            info.problem = m.compare(0, label.size(), label) == 0 ? m.substr(label.size()) : m;
+        }
+        out.push_back(std::move(info));
+    }
+    return out;
 }
 
 }  // namespace detail
@@ -318,6 +395,10 @@ WeightView LoadedWeights::down_view() const {
 
 LoadedWeights load_weights(const std::string& path, const WeightSelector& selector) {
     return detail::load_weights(SafetensorsFile::open(path), selector);
+}
+
+std::vector<BlockInfo> list_blocks(const std::string& path) {
+    return detail::list_blocks(SafetensorsFile::open(path));
 }
 
 }  // namespace swiglu

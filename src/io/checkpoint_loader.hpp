@@ -10,5 +10,6 @@
 namespace swiglu::detail {
 
 LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& selector);
+std::vector<BlockInfo> list_blocks(const SafetensorsFile& file);
 
 }  // namespace swiglu::detail

@@ -9,6 +9,15 @@ int main(void) {
     const swiglu_weight u = {up, 1, 3, SWIGLU_LAYOUT_IN_OUT};
     const swiglu_weight dn = {down, 3, 1, SWIGLU_LAYOUT_IN_OUT};
     swiglu_ffn* ffn = NULL;
+    /* The checkpoint loader's selector initialises in C99 too; a file that
+     * is not there is refused with the library's message. */
+    swiglu_block_selector any = SWIGLU_BLOCK_SELECTOR_ANY;
+    if (swiglu_ffn_create_from_checkpoint("/nonexistent.safetensors", &any, NULL, &ffn) !=
+            SWIGLU_INVALID_ARGUMENT ||
+        ffn != NULL) {
+        fprintf(stderr, "create_from_checkpoint of a missing file did not fail\n");
+        return 1;
+    }
     if (swiglu_ffn_create(&g, &u, &dn, NULL, &ffn) != SWIGLU_OK) {
         fprintf(stderr, "create: %s\n", swiglu_last_error());
         return 1;

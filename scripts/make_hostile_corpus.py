@@ -5,9 +5,11 @@
 
 Each hostile file is named after its defect:
     st_<defect>.safetensors   a checkpoint that `swiglu run --weights` must refuse
+    idx_<defect>.json         a sharded checkpoint's index that it must refuse
     npy_<defect>.npy          an input that `swiglu run --input` must refuse
 and a few valid files serve as the good half of each run and as fuzzer seeds:
     valid_*.safetensors       each holds exactly one block with d = 4 (no --layer needed)
+    valid_index.json          a sharded checkpoint of one block over shard_a/shard_b.safetensors
     valid_x.npy               float32 (3, 4): an input for every valid checkpoint
     valid_*.npy               other well-formed float32 arrays (fuzzer seeds)
 
@@ -250,6 +252,52 @@ def hostile_safetensors():
     return {"st_%s.safetensors" % k: v for k, v in files.items()}
 
 
+def sharded_files():
+    """A block split over two shards, its index, and indexes with one defect each."""
+    g, u, dn = (hf(0) + n for n in ("gate_proj.weight", "up_proj.weight", "down_proj.weight"))
+    block = {t[0]: t for t in hf_block()}
+    files = {
+        "shard_a.safetensors": st_file([block[g], block[u]]),
+        "shard_b.safetensors": st_file([block[dn], ("lm_head.weight", "F32", [2, 2], f32_bytes(ramp(4)))]),
+    }
+    good_map = {g: "shard_a.safetensors", u: "shard_a.safetensors", dn: "shard_b.safetensors"}
+
+    def index(weight_map, **extra):
+        return json.dumps(dict(extra, metadata={"total_size": 0}, weight_map=weight_map)).encode()
+
+    def mapped(**changes):
+        m = dict(good_map)
+        m.update(changes)
+        return index(m)
+
+    files["valid_index.json"] = index(good_map)
+    bad = {}
+    bad["empty"] = b""
+    bad["not_json"] = b'{"weight_map": {'
+    bad["not_an_object"] = b"[]"
+    bad["no_weight_map"] = b'{"metadata": {}}'
+    bad["weight_map_not_an_object"] = b'{"weight_map": ["shard_a.safetensors"]}'
+    bad["shard_not_a_string"] = index({g: 3})
+    bad["tensor_mapped_twice"] = ('{"weight_map": {"%s": "shard_a.safetensors", "%s": "shard_b.safetensors", '
+                                  '"%s": "shard_a.safetensors", "%s": "shard_b.safetensors"}}'
+                                  % (g, g, u, dn)).encode()
+    bad["duplicate_top_level_key"] = b'{"weight_map": {}, "weight_map": {}}'
+    bad["nul_byte"] = index(good_map) + b"\x00"
+    bad["nests_too_deep"] = ('{"metadata": %s, "weight_map": {}}' % ("[" * 40 + "]" * 40)).encode()
+    bad["shard_in_parent_folder"] = mapped(**{dn: "../shard_b.safetensors"})
+    bad["shard_absolute_path"] = mapped(**{dn: "/etc/passwd"})
+    bad["shard_in_subfolder"] = mapped(**{dn: "sub/shard_b.safetensors"})
+    bad["shard_name_empty"] = mapped(**{dn: ""})
+    bad["shard_name_dotdot"] = mapped(**{dn: ".."})
+    bad["shard_missing"] = mapped(**{dn: "absent.safetensors"})
+    bad["shard_lacks_tensor"] = mapped(**{dn: "shard_a.safetensors"})
+    bad["shard_malformed"] = mapped(**{dn: "st_truncated_to_header.safetensors"})
+    bad["shard_is_the_index"] = mapped(**{dn: "valid_index.json"})
+    bad["no_block"] = index({"lm_head.weight": "shard_b.safetensors"})
+    files.update({"idx_%s.json" % k: v for k, v in bad.items()})
+    return files
+
+
 def hostile_npy():
     good_data = f32_bytes(ramp(3 * D))
     good = npy_file(npy_dict([3, D]), good_data)
@@ -316,7 +364,7 @@ def main(argv):
     out = argv[1]
     os.makedirs(out, exist_ok=True)
     files = {}
-    for part in (valid_files(), hostile_safetensors(), hostile_npy()):
+    for part in (valid_files(), hostile_safetensors(), sharded_files(), hostile_npy()):
         for name in part:
             assert name not in files, name
         files.update(part)

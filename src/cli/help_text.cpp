@@ -46,7 +46,9 @@ const char* const run_description =
     "is the number after layers., blocks. or blk. in its prefix, its expert the one\n"
     "after experts. With several blocks, choose one with --layer N (and --expert E\n"
     "in a Mixture-of-Experts layer) or name it with --block P; the error says which\n"
-    "tells them apart, and 'swiglu info --weights FILE' lists every block found.";
+    "tells them apart, and 'swiglu info --weights FILE' lists every block found.\n"
+    "A sharded checkpoint is named by its model.safetensors.index.json or its folder;\n"
+    "only the shards that hold the chosen block are read.";
 
 const char* const run_footer =
     "Examples:\n"

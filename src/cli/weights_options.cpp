@@ -52,8 +52,8 @@ std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args) {
 void add_weights_options(CLI::App& command, WeightsArgs& args, bool required) {
     command
         .add_option("--weights", args.path,
-                    "safetensors checkpoint holding the block's gate, up and down weights "
-                    "(F32, BF16 or F16)")
+                    "the checkpoint: a safetensors file, a sharded one's "
+                    "model.safetensors.index.json, or the folder that holds either")
         ->required(required)
         ->type_name("FILE");
     CLI::Option* layer =

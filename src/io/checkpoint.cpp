@@ -14,6 +14,7 @@
 
 #include "common/messages.hpp"
 #include "io/block_discovery.hpp"
+#include "io/checkpoint_files.hpp"
 #include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
 
@@ -21,18 +22,19 @@ namespace swiglu {
 
 namespace {
 
+using detail::CheckpointFiles;
 using detail::Family;
 using detail::FoundBlock;
 using detail::PartialBlock;
 using detail::quote_name;
-using detail::SafetensorsFile;
 using detail::shape_text;
 using detail::TensorDtype;
 using detail::TensorInfo;
+using detail::TensorRef;
 
-constexpr std::size_t kListed = 20;  // tensors, layers, blocks listed in a message
+constexpr std::size_t kListed = 20;  // layers and blocks listed in a message
 
-[[noreturn]] void fail(const SafetensorsFile& file, const std::string& what,
+[[noreturn]] void fail(const CheckpointFiles& file, const std::string& what,
                        Status status = Status::invalid_argument) {
     throw Error(status, file.label() + ": " + what);
 }
@@ -47,17 +49,6 @@ std::string listed(const std::vector<std::string>& items) {
     return s;
 }
 
-std::string tensors_text(const SafetensorsFile& file) {
-    const auto& tensors = file.tensors();
-    std::string s = "tensors present (" + std::to_string(tensors.size()) + "):";
-    if (tensors.empty()) return s + " none";
-    for (std::size_t i = 0; i < tensors.size() && i < kListed; ++i)
-        s += (i ? ", " : " ") + quote_name(tensors[i].name) + " " + shape_text(tensors[i].shape) +
-             " " + detail::dtype_name(tensors[i].dtype);
-    if (tensors.size() > kListed) s += ", ...";
-    return s;
-}
-
 std::string missing_text(const std::string& label, const std::vector<std::string>& missing) {
     std::vector<std::string> quoted;
     for (const std::string& name : missing) quoted.push_back(quote_name(name));
@@ -65,12 +56,12 @@ std::string missing_text(const std::string& label, const std::vector<std::string
 }
 
 // Each family tried at `prefix`, with the names it lacks.
-std::string tried_at(const SafetensorsFile& file, const std::string& prefix) {
+std::string tried_at(const CheckpointFiles& file, const std::string& prefix) {
     std::string tried;
     for (const Family& f : detail::block_families()) {
         std::vector<std::string> missing;
         for (const char* role : {f.gate, f.up, f.down})
-            if (role && !file.find(prefix + role)) missing.push_back(prefix + role);
+            if (role && !file.has(prefix + role)) missing.push_back(prefix + role);
         const std::string label =
             std::string(f.label) == f.scheme ? detail::scheme_at(f, prefix) : f.label;
         if (!missing.empty()) tried += (tried.empty() ? "" : "; ") + missing_text(label, missing);
@@ -125,7 +116,7 @@ std::string selection_text(const WeightSelector& s) {
 }
 
 // Several blocks remain: what tells them apart.
-[[noreturn]] void ambiguous(const SafetensorsFile& file,
+[[noreturn]] void ambiguous(const CheckpointFiles& file,
                             const std::vector<const FoundBlock*>& blocks,
                             const WeightSelector& selector) {
     const std::set<std::int64_t> layers = layers_of(blocks);
@@ -168,12 +159,12 @@ std::string selection_text(const WeightSelector& s) {
 }
 
 // The block `prefix` names, in the first family complete there.
-FoundBlock block_at(const SafetensorsFile& file, const std::string& prefix,
+FoundBlock block_at(const CheckpointFiles& file, const std::string& prefix,
                     const std::vector<FoundBlock>& found) {
     for (const Family& f : detail::block_families()) {
         bool complete = true;
         for (const char* role : {f.gate, f.up, f.down})
-            complete = complete && (!role || file.find(prefix + role));
+            complete = complete && (!role || file.has(prefix + role));
         if (!complete) continue;
         FoundBlock b;
         b.prefix = prefix;
@@ -190,19 +181,17 @@ FoundBlock block_at(const SafetensorsFile& file, const std::string& prefix,
     for (const FoundBlock& b : found) present.push_back(quote_name(b.prefix));
     fail(file, "no SwiGLU block found: tried " + tried_at(file, prefix) + ". " +
                    (present.empty() ? "" : "Blocks present: " + listed(present) + ". ") +
-                   tensors_text(file));
+                   file.tensors_text());
 }
 
-FoundBlock select_block(const SafetensorsFile& file, const WeightSelector& selector) {
+FoundBlock select_block(const CheckpointFiles& file, const WeightSelector& selector) {
     if (!selector.prefix.empty() && selector.layer >= 0)
         fail(file, "give a layer (" + std::to_string(selector.layer) + ") or a prefix (" +
                        quote_name(selector.prefix) + "), not both");
     if (!selector.prefix.empty() && selector.expert >= 0)
         fail(file, "give an expert (" + std::to_string(selector.expert) + ") or a prefix (" +
                        quote_name(selector.prefix) + "), not both");
-    std::vector<std::string_view> names;
-    for (const TensorInfo& t : file.tensors()) names.push_back(t.name);
-    const detail::Discovery found = detail::discover_blocks(names);
+    const detail::Discovery found = detail::discover_blocks(file.names());
     if (!selector.prefix.empty()) return block_at(file, selector.prefix, found.blocks);
 
     std::vector<const FoundBlock*> chosen;
@@ -236,14 +225,14 @@ FoundBlock select_block(const SafetensorsFile& file, const WeightSelector& selec
         for (const FoundBlock* b : all) present.push_back(quote_name(b->prefix));
         what += "Blocks present: " + listed(present) + ". ";
     }
-    fail(file, what + tensors_text(file));
+    fail(file, what + file.tensors_text());
 }
 
 std::string role_text(const TensorInfo& t, const char* role) {
     return std::string(role) + " " + quote_name(t.name);
 }
 
-void check_weight(const SafetensorsFile& file, const TensorInfo& t, const char* role) {
+void check_weight(const CheckpointFiles& file, const TensorInfo& t, const char* role) {
     if (t.shape.size() != 2)
         fail(file, role_text(t, role) + " must be 2-D, found shape " + shape_text(t.shape) + " (" +
                        std::to_string(t.shape.size()) + "-D)");
@@ -254,7 +243,7 @@ void check_weight(const SafetensorsFile& file, const TensorInfo& t, const char* 
              Status::unsupported);
 }
 
-void expect_shape(const SafetensorsFile& file, const TensorInfo& t, const char* role,
+void expect_shape(const CheckpointFiles& file, const TensorInfo& t, const char* role,
                   std::int64_t rows, std::int64_t cols, const char* dims,
                   const std::string& because) {
     if (t.shape[0] != rows || t.shape[1] != cols)
@@ -266,14 +255,16 @@ void expect_shape(const SafetensorsFile& file, const TensorInfo& t, const char* 
 // A block's tensors, checked: each 2-D in a dtype that converts, shapes
 // that agree, d and f >= 1.
 struct Checked {
-    const TensorInfo* gate;
-    const TensorInfo* up;  // nullptr: merged into gate
-    const TensorInfo* down;
+    TensorRef gate;
+    TensorRef up;  // empty: merged into gate
+    TensorRef down;
     std::int64_t d, f;
 };
 
-Checked check_block(const SafetensorsFile& file, const FoundBlock& b) {
-    Checked c{file.find(b.gate), b.up.empty() ? nullptr : file.find(b.up), file.find(b.down), 0, 0};
+// Maps the shards that hold the block (only those, in a sharded checkpoint).
+Checked check_block(const CheckpointFiles& file, const FoundBlock& b) {
+    Checked c{file.find(b.gate), b.up.empty() ? TensorRef{} : file.find(b.up), file.find(b.down), 0,
+              0};
     check_weight(file, *c.gate, c.up ? "gate" : "gate_up");
     if (c.up) check_weight(file, *c.up, "up");
     check_weight(file, *c.down, "down");
@@ -309,7 +300,7 @@ Checked check_block(const SafetensorsFile& file, const FoundBlock& b) {
 
 std::string dtype_summary(const Checked& c) {
     const char* g = detail::dtype_name(c.gate->dtype);
-    const char* u = detail::dtype_name((c.up ? c.up : c.gate)->dtype);
+    const char* u = detail::dtype_name((c.up ? *c.up : *c.gate).dtype);
     const char* d = detail::dtype_name(c.down->dtype);
     if (std::string(g) == u && std::string(g) == d) return g;
     return std::string("mixed (gate ") + g + ", up " + u + ", down " + d + ")";
@@ -334,31 +325,33 @@ void describe(const FoundBlock& b, const Checked& c, Out& out) {
 
 namespace detail {
 
-LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& selector) {
+LoadedWeights load_weights(const CheckpointFiles& file, const WeightSelector& selector) {
     const FoundBlock b = select_block(file, selector);
     const Checked c = check_block(file, b);
     LoadedWeights w;
     describe(b, c, w);
     w.gate_layout = w.up_layout = w.down_layout = b.family->layout;
     if (c.up) {
-        w.gate = file.to_f32(*c.gate);
-        w.up = file.to_f32(*c.up);
+        w.gate = file.to_f32(c.gate);
+        w.up = file.to_f32(c.up);
     } else {
         // Split [2f, d] row-major: the first f rows are gate, the rest up.
-        const std::vector<float> both = file.to_f32(*c.gate);
+        const std::vector<float> both = file.to_f32(c.gate);
         const auto half = static_cast<std::ptrdiff_t>(c.f * c.d);
         w.gate.assign(both.begin(), both.begin() + half);
         w.up.assign(both.begin() + half, both.end());
     }
-    w.down = file.to_f32(*c.down);
+    w.down = file.to_f32(c.down);
     return w;
 }
 
-std::vector<BlockInfo> list_blocks(const SafetensorsFile& file) {
-    std::vector<std::string_view> names;
-    for (const TensorInfo& t : file.tensors()) names.push_back(t.name);
+LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& selector) {
+    return load_weights(CheckpointFiles::single(file), selector);
+}
+
+std::vector<BlockInfo> list_blocks(const CheckpointFiles& file) {
     std::vector<BlockInfo> out;
-    for (const FoundBlock& b : discover_blocks(names).blocks) {
+    for (const FoundBlock& b : discover_blocks(file.names()).blocks) {
         BlockInfo info;
         info.prefix = b.prefix;
         info.scheme = b.scheme;
@@ -374,6 +367,10 @@ std::vector<BlockInfo> list_blocks(const SafetensorsFile& file) {
         out.push_back(std::move(info));
     }
     return out;
+}
+
+std::vector<BlockInfo> list_blocks(const SafetensorsFile& file) {
+    return list_blocks(CheckpointFiles::single(file));
 }
 
 }  // namespace detail
@@ -394,11 +391,11 @@ WeightView LoadedWeights::down_view() const {
 }
 
 LoadedWeights load_weights(const std::string& path, const WeightSelector& selector) {
-    return detail::load_weights(SafetensorsFile::open(path), selector);
+    return detail::load_weights(CheckpointFiles::open(path), selector);
 }
 
 std::vector<BlockInfo> list_blocks(const std::string& path) {
-    return detail::list_blocks(SafetensorsFile::open(path));
+    return detail::list_blocks(CheckpointFiles::open(path));
 }
 
 }  // namespace swiglu

@@ -1,14 +1,18 @@
-// The checkpoint loader on a safetensors file already opened, from disk or
-// from memory: what load_weights(path) runs, for the tests and fuzzers that
-// have no file system path. Implemented in io/checkpoint.cpp.
+// The checkpoint loader on files already opened (one safetensors file from
+// disk or memory, or a sharded checkpoint's index): what load_weights(path)
+// runs, for the tests and fuzzers that have no file system path. Implemented in io/checkpoint.cpp.
 #pragma once
 
 #include <swiglu/checkpoint.hpp>
 
+#include "io/checkpoint_files.hpp"
 #include "io/safetensors.hpp"
 
 namespace swiglu::detail {
 
+LoadedWeights load_weights(const CheckpointFiles& files, const WeightSelector& selector);
+std::vector<BlockInfo> list_blocks(const CheckpointFiles& files);
+// The same on one file.
 LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& selector);
 std::vector<BlockInfo> list_blocks(const SafetensorsFile& file);
 

@@ -7,7 +7,6 @@
 #include <cstdio>
 #include <cstring>
 #include <limits>
-#include <unordered_set>
 
 #include <nlohmann/json.hpp>
 
@@ -16,6 +15,7 @@
 #include "common/half.hpp"
 #include "common/mapped_file.hpp"
 #include "common/messages.hpp"
+#include "io/strict_json.hpp"
 
 // Tensor bytes are little-endian; we memcpy them straight into host values.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__,
@@ -133,77 +133,18 @@ std::size_t invalid_utf8_at(const unsigned char* s, std::size_t n) {
     return std::string::npos;
 }
 
-// A first pass over the header that builds nothing and rejects what the DOM
-// parser would let through: duplicate keys at any level (nlohmann keeps the
-// last silently; another reader may keep the first, so such a file means
-// different things to different tools) and deep nesting.
-// (Not nlohmann's parser callback: its end_object scans the whole parent
-// object, which makes a header of n tensors cost O(n^2).)
-class HeaderChecker final : public json::json_sax_t {
-public:
-    explicit HeaderChecker(const Reporter& r) : r_(r) {}
-
-    bool null() override { return true; }
-    bool boolean(bool) override { return true; }
-    bool number_integer(number_integer_t) override { return true; }
-    bool number_unsigned(number_unsigned_t) override { return true; }
-    bool number_float(number_float_t, const string_t&) override { return true; }
-    bool string(string_t&) override { return true; }
-    bool binary(binary_t&) override { return true; }  // never sent for JSON text
-    bool start_object(std::size_t) override {
-        enter();
-        open_objects_.emplace_back();
-        return true;
-    }
-    bool key(string_t& key) override {
-        if (open_objects_.size() == 1) tensor_ = key;
-        if (!open_objects_.back().insert(key).second) {
-            if (open_objects_.size() == 1)
-                r_.fail("duplicate tensor name " + quote_name(key) + " in the header");
-            r_.fail("duplicate key " + quote_name(key) + " inside " + quote_name(tensor_));
-        }
-        return true;
-    }
-    bool end_object() override {
-        open_objects_.pop_back();
-        --depth_;
-        return true;
-    }
-    bool start_array(std::size_t) override {
-        enter();
-        return true;
-    }
-    bool end_array() override {
-        --depth_;
-        return true;
-    }
-    bool parse_error(std::size_t, const std::string&,
-                     const nlohmann::detail::exception& e) override {
-        r_.fail(std::string("header is not valid JSON: ") + e.what());
-    }
-
-private:
-    void enter() {
-        if (++depth_ > kMaxNesting)
-            r_.fail("header nests deeper than " + std::to_string(kMaxNesting) +
-                    " levels; a valid header nests 3 deep");
-    }
-
-    const Reporter& r_;
-    int depth_ = 0;
-    std::vector<std::unordered_set<std::string>> open_objects_;  // keys seen, per open object
-    std::string tensor_;  // the top-level key we are inside, for messages
-};
-
-// Checks the header (HeaderChecker), then builds its JSON tree.
+// Checks the header (duplicates, nesting: io/strict_json.hpp), then builds
+// its JSON tree.
 json parse_header(const Reporter& r, const char* begin, const char* end) {
-    try {
-        HeaderChecker checker(r);
-        json::sax_parse(begin, end, &checker);
-        return json::parse(begin, end);
-    } catch (const json::exception& e) {
-        r.fail(std::string("header is not valid JSON: ") + e.what());
-    }
+    const StrictJsonRules rules{
+        "header", kMaxNesting, "a valid header nests 3 deep",
+        [](const std::string& key, const std::string& inside) {
+            return inside.empty()
+                       ? "duplicate tensor name " + quote_name(key) + " in the header"
+                       : "duplicate key " + quote_name(key) + " inside " + quote_name(inside);
+        }};
+    return parse_strict_json(std::string_view(begin, std::size_t(end - begin)), rules,
+                             [&r](const std::string& what) { r.fail(what); });
 }
 
 // A JSON integer that fits in u64 (dimensions, offsets); otherwise a message

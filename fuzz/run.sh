@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# Runs the libFuzzer targets (safetensors, index, npy) for a bounded time each, seeded with the
+# Runs the libFuzzer targets (safetensors, index, gguf, npy) for a bounded time each, seeded with the
 # hostile corpus (scripts/make_hostile_corpus.py) and the dictionaries here.
 #
 #   bash fuzz/run.sh BUILD_DIR [SECONDS=60] [CORPUS_DIR]
 #
 # BUILD_DIR is a tree configured with -DSWIGLU_FUZZ=ON and clang (see
 # fuzz/CMakeLists.txt). CORPUS_DIR, if given, keeps the corpora
-# (CORPUS_DIR/safetensors, CORPUS_DIR/index, CORPUS_DIR/npy) between runs, so long runs build
+# (CORPUS_DIR/safetensors, CORPUS_DIR/index, CORPUS_DIR/gguf, CORPUS_DIR/npy) between runs, so long runs build
 # on each other; otherwise they live in a temporary directory. A crashing
 # input is saved as CORPUS_DIR/artifacts/crash-* (or under the temporary
 # directory, whose path is printed) and the script fails.
@@ -29,9 +29,10 @@ fi
 seeds=$(mktemp -d "${TMPDIR:-/tmp}/swiglu-fuzz-seeds.XXXXXX")
 trap 'rm -rf "$seeds"' EXIT
 python3 "$here/../scripts/make_hostile_corpus.py" "$seeds" >/dev/null || exit 1
-mkdir -p "$keep/safetensors" "$keep/index" "$keep/npy" "$keep/artifacts"
+mkdir -p "$keep/safetensors" "$keep/index" "$keep/gguf" "$keep/npy" "$keep/artifacts"
 cp -n "$seeds"/*.safetensors "$keep/safetensors/"
 cp -n "$seeds"/*.json "$keep/index/"
+cp -n "$seeds"/*.gguf "$keep/gguf/"
 cp -n "$seeds"/*.npy "$keep/npy/"
 
 # Leaks, UB and memory errors all end the run; -error_exitcode marks them.
@@ -39,7 +40,7 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 
 status=0
-for target in safetensors index npy; do
+for target in safetensors index gguf npy; do
   log=$keep/fuzz_$target.log
   "$build/fuzz/fuzz_$target" "$keep/$target" \
       -dict="$here/$target.dict" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \

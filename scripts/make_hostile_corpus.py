@@ -6,10 +6,12 @@
 Each hostile file is named after its defect:
     st_<defect>.safetensors   a checkpoint that `swiglu run --weights` must refuse
     idx_<defect>.json         a sharded checkpoint's index that it must refuse
+    gguf_<defect>.gguf        a GGUF file that it must refuse
     npy_<defect>.npy          an input that `swiglu run --input` must refuse
 and a few valid files serve as the good half of each run and as fuzzer seeds:
     valid_*.safetensors       each holds exactly one block with d = 4 (no --layer needed)
     valid_index.json          a sharded checkpoint of one block over shard_a/shard_b.safetensors
+    valid_*.gguf              GGUF files of one block (blk.0.ffn_*) in F32, F16 and Q8_0
     valid_x.npy               float32 (3, 4): an input for every valid checkpoint
     valid_*.npy               other well-formed float32 arrays (fuzzer seeds)
 
@@ -298,6 +300,105 @@ def sharded_files():
     return files
 
 
+def gguf_str(s):
+    b = s.encode() if isinstance(s, str) else s
+    return struct.pack("<Q", len(b)) + b
+
+
+def gguf_info(name, ne, ggml_type, offset):
+    return (gguf_str(name) + struct.pack("<I", len(ne)) + b"".join(struct.pack("<Q", n) for n in ne)
+            + struct.pack("<IQ", ggml_type, offset))
+
+
+def gguf_file(tensors, metadata=b"", n_metadata=0, version=3, align=32):
+    """tensors: (name, ne, ggml type, data bytes); placed in order, aligned."""
+    infos, data = b"", b""
+    for name, ne, ggml_type, raw in tensors:
+        data += b"\0" * (-len(data) % align)
+        infos += gguf_info(name, ne, ggml_type, len(data))
+        data += raw
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), n_metadata) + metadata + infos
+    return head + b"\0" * (-len(head) % align) + data
+
+
+def f16_bytes(values):
+    return struct.pack("<%de" % len(values), *values)
+
+
+def q8_0_bytes(values):
+    """Q8_0 blocks of 32 (values small multiples of 1/8: exact)."""
+    out = b""
+    for i in range(0, len(values), 32):
+        block = values[i:i + 32]
+        amax = max(abs(v) for v in block)
+        d = amax / 127 if amax else 0.0
+        out += struct.pack("<e", d) + bytes(struct.pack("<b", int(round(v / d)) if d else 0)[0] for v in block)
+    return out
+
+
+def gguf_block(encode, ggml_type, d=32, f=32):
+    """blk.0.ffn_* of a block with d inputs (a multiple of 32 for the block types)."""
+    return [("blk.0.ffn_gate.weight", [d, f], ggml_type, encode(ramp(d * f, offset=1))),
+            ("blk.0.ffn_up.weight", [d, f], ggml_type, encode(ramp(d * f, offset=2))),
+            ("blk.0.ffn_down.weight", [f, d], ggml_type, encode(ramp(f * d, offset=3)))]
+
+
+def gguf_files():
+    files = {}
+    arch = gguf_str("general.architecture") + struct.pack("<I", 8) + gguf_str("llama")
+    files["valid_f32.gguf"] = gguf_file(gguf_block(f32_bytes, 0, d=D, f=F), arch, 1)
+    files["valid_f16.gguf"] = gguf_file(gguf_block(f16_bytes, 1, d=D, f=F), arch, 1)
+    # Q8_0 needs whole blocks of 32 inputs; the run uses a d = 4 input, so
+    # this one is a fuzzer seed and a `swiglu info` file (gguf_q8_0_d32).
+    good = gguf_file(gguf_block(f32_bytes, 0, d=D, f=F))
+    bad = {}
+    bad["empty"] = b""
+    bad["magic_only"] = b"GGUF"
+    bad["version_1"] = b"GGUF" + struct.pack("<IQQ", 1, 0, 0)
+    bad["version_99"] = b"GGUF" + struct.pack("<IQQ", 99, 0, 0)
+    bad["big_endian"] = b"GGUF" + struct.pack(">IQQ", 3, 0, 0)
+    bad["tensor_count_huge"] = b"GGUF" + struct.pack("<IQQ", 3, 1 << 50, 0)
+    bad["metadata_count_huge"] = b"GGUF" + struct.pack("<IQQ", 3, 0, 1 << 50)
+    bad["key_length_past_end"] = b"GGUF" + struct.pack("<IQQQ", 3, 0, 1, 1 << 40) + b"x" * 16
+    bad["value_type_unknown"] = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_str("k") + struct.pack("<I", 77) + b"\0" * 8
+    bad["array_length_huge"] = (b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_str("k")
+                                + struct.pack("<IIQ", 9, 4, 1 << 61))
+    nested = struct.pack("<IQ", 4, 0)
+    for _ in range(12):
+        nested = struct.pack("<IQ", 9, 1) + nested
+    bad["arrays_nested_too_deep"] = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + gguf_str("k") + struct.pack("<I", 9) + nested
+    bad["alignment_not_power_of_two"] = gguf_file(
+        gguf_block(f32_bytes, 0, d=D, f=F), gguf_str("general.alignment") + struct.pack("<II", 4, 24), 1)
+    bad["alignment_zero"] = gguf_file(
+        gguf_block(f32_bytes, 0, d=D, f=F), gguf_str("general.alignment") + struct.pack("<II", 4, 0), 1)
+    bad["dims_zero"] = gguf_file([("blk.0.ffn_gate.weight", [], 0, b"")])
+    bad["dims_five"] = gguf_file([("blk.0.ffn_gate.weight", [1, 1, 1, 1, 1], 0, f32_bytes([1]))])
+    bad["dims_product_wraps"] = gguf_file([("blk.0.ffn_gate.weight", [1 << 32, 1 << 32], 0, b"")])
+    bad["q8_0_row_not_whole_blocks"] = gguf_file([("blk.0.ffn_gate.weight", [33, 1], 8, b"\0" * 34)])
+    bad["offset_misaligned"] = (b"GGUF" + struct.pack("<IQQ", 3, 1, 0)
+                                + gguf_info("blk.0.ffn_gate.weight", [4], 0, 4)) + b"\0" * 64
+    bad["tensor_past_end"] = good[:-8]
+    bad["truncated_in_infos"] = good[:40]
+    bad["tensors_overlap"] = gguf_file([("a", [16], 0, f32_bytes(ramp(16)))])[:0] + (
+        b"GGUF" + struct.pack("<IQQ", 3, 2, 0) + gguf_info("a", [16], 0, 0) + gguf_info("b", [16], 0, 32)
+        + b"\0" * 9 + b"\0" * 128)
+    bad["duplicate_tensor"] = gguf_file([("a", [4], 0, f32_bytes(ramp(4))), ("a", [4], 0, f32_bytes(ramp(4)))])
+    bad["duplicate_key"] = gguf_file(gguf_block(f32_bytes, 0, d=D, f=F), arch + arch, 2)
+    bad["weight_type_q4_1"] = gguf_file([(n, ne, 3 if "gate" in n else 0,
+                                          b"\0" * 20 if "gate" in n else raw)
+                                         for n, ne, _, raw in gguf_block(f32_bytes, 0, d=D, f=F)])
+    bad["weight_type_unknown"] = gguf_file([(n, ne, 200 if "up" in n else 0, raw)
+                                            for n, ne, _, raw in gguf_block(f32_bytes, 0, d=D, f=F)])
+    bad["weight_3d"] = gguf_file([(n, ne + [1] if "down" in n else ne, 0, raw)
+                                  for n, ne, _, raw in gguf_block(f32_bytes, 0, d=D, f=F)])
+    bad["shapes_disagree"] = gguf_file([(n, [F, D] if "up" in n else ne, 0, raw)
+                                        for n, ne, _, raw in gguf_block(f32_bytes, 0, d=D, f=F)])
+    bad["no_block"] = gguf_file([("token_embd.weight", [D, 2], 0, f32_bytes(ramp(2 * D)))])
+    files.update({"gguf_%s.gguf" % k: v for k, v in bad.items()})
+    files["seed_q8_0_d32.gguf"] = gguf_file(gguf_block(q8_0_bytes, 8))
+    return files
+
+
 def hostile_npy():
     good_data = f32_bytes(ramp(3 * D))
     good = npy_file(npy_dict([3, D]), good_data)
@@ -364,7 +465,7 @@ def main(argv):
     out = argv[1]
     os.makedirs(out, exist_ok=True)
     files = {}
-    for part in (valid_files(), hostile_safetensors(), sharded_files(), hostile_npy()):
+    for part in (valid_files(), hostile_safetensors(), sharded_files(), gguf_files(), hostile_npy()):
         for name in part:
             assert name not in files, name
         files.update(part)

@@ -232,7 +232,8 @@ TEST_CASE("errors: no block at all lists the tensors present, first 20") {
         "\"down_proj.weight\"); cyberslm (missing \"gate_proj.weight\", \"val_proj.weight\", "
         "\"out_proj.weight\"); cyberslm without .weight (missing \"gate_proj\", \"val_proj\", "
         "\"out_proj\"); glassllm (missing \"W1\", \"W3\", \"W2\"); meta (missing "
-        "\"w1.weight\", \"w3.weight\", \"w2.weight\"). tensors present (25): \"t0\" [1] F32");
+        "\"w1.weight\", \"w3.weight\", \"w2.weight\"); gguf (missing \"ffn_gate.weight\", "
+        "\"ffn_up.weight\", \"ffn_down.weight\"). tensors present (25): \"t0\" [1] F32");
     const std::string message = load_error(path);
     CHECK(contains(message, "\"t19\" [1] F32, ..."));
     CHECK(!contains(message, "\"t20\""));

@@ -33,6 +33,10 @@ struct SWIGLU_API BlockInfo {
     std::string source_dtype;  // "F32", "BF16", "F16" or "mixed (...)"
     std::int64_t d = 0, f = 0;
     std::string problem;  // why it would not load (shapes, dtype), or ""
+    // For GGUF Q8_0 / Q4_0 weights: whether --dtype q8_0 / q4_0 packs the
+    // file's blocks bit for bit (they are decoded exactly, then quantised
+    // again by ggml's reference rounding), or how many differ; else "".
+    std::string import_note;
 };
 
 // The three weights of one block, converted to f32 and owned here. Keep it

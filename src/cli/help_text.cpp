@@ -8,8 +8,8 @@ const char* const program_description =
     "  gate = x @ W_gate,  up = x @ W_up          (d -> f)\n"
     "  y    = (SiLU(gate) * up) @ W_down          (f -> d),  SiLU(z) = z * sigmoid(z)\n"
     "\n"
-    "d is the model width, f the hidden width. The weights come from a safetensors\n"
-    "checkpoint, x and y are float32 .npy files.";
+    "d is the model width, f the hidden width. The weights come from a checkpoint\n"
+    "(safetensors, sharded or not, or GGUF), x and y are float32 .npy files.";
 
 const char* const program_footer =
     "Examples:\n"
@@ -22,7 +22,7 @@ const char* const program_footer =
     "file and what was expected); 1 internal error or out of memory.";
 
 const char* const run_description =
-    "y = block(x): x from a .npy file, the weights from a safetensors checkpoint\n"
+    "y = block(x): x from a .npy file, the weights from a checkpoint (safetensors, GGUF)\n"
     "\n"
     "Computes y = block(x) for every row of x and writes y, float32, in x's shape.\n"
     "x is a float32 C-order .npy array of shape (M, d) or (B, T, d), where d is the\n"
@@ -30,8 +30,8 @@ const char* const run_description =
     "y is written to a temporary file in its directory and renamed into place, so a\n"
     "failed run leaves no partial file and an existing y untouched.\n"
     "\n"
-    "Blocks are found under any prefix (F32, BF16 or F16; converted to f32), by the\n"
-    "names after it:\n"
+    "Blocks are found under any prefix (safetensors: F32, BF16 or F16; converted to\n"
+    "f32), by the names after it:\n"
     "  {gate,up,down}_proj.weight     hf-llama (model.layers.N.mlp.), hf-moe-expert\n"
     "                                 (...mlp.experts.E.: Qwen-MoE, DeepSeek), bare\n"
     "  gate_up_proj.weight + down_proj.weight\n"
@@ -42,6 +42,8 @@ const char* const run_description =
     "  w1.weight, w3.weight, w2.weight\n"
     "                                 meta (layers.N.feed_forward.: Meta, Mistral),\n"
     "                                 mixtral-expert (...block_sparse_moe.experts.E.)\n"
+    "  ffn_{gate,up,down}.weight      gguf (blk.N.: llama.cpp's GGUF files; F32, F16,\n"
+    "                                 BF16, Q8_0 and Q4_0 decoded exactly)\n"
     "All but glassllm are stored (out, in), as nn.Linear keeps them. A block's layer\n"
     "is the number after layers., blocks. or blk. in its prefix, its expert the one\n"
     "after experts. With several blocks, choose one with --layer N (and --expert E\n"

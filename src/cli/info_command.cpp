@@ -62,6 +62,7 @@ void print_blocks(const std::vector<BlockInfo>& blocks) {
         else
             s += "  not loadable: " + b.problem;
         std::cout << s << '\n';
+        if (!b.import_note.empty()) std::cout << "      " << b.import_note << '\n';
     }
 }
 

@@ -52,7 +52,7 @@ std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args) {
 void add_weights_options(CLI::App& command, WeightsArgs& args, bool required) {
     command
         .add_option("--weights", args.path,
-                    "the checkpoint: a safetensors file, a sharded one's "
+                    "the checkpoint: a safetensors or GGUF file, a sharded one's "
                     "model.safetensors.index.json, or the folder that holds either")
         ->required(required)
         ->type_name("FILE");

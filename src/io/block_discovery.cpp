@@ -61,6 +61,9 @@ const std::vector<Family>& block_families() {
         // Meta's and Mistral's original checkpoints (feed_forward.w1 ...), and
         // Mixtral's experts: w1 gate, w3 up, w2 down, as nn.Linear saves them.
         {"meta", "meta", "w1.weight", "w3.weight", "w2.weight", Layout::out_in},
+        // llama.cpp's GGUF names (blk.N.): its shapes read (out, in) once
+        // GGUF's ne is reversed, as the loader does.
+        {"gguf", "gguf", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", Layout::out_in},
     };
     return families;
 }

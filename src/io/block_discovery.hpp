@@ -12,6 +12,7 @@
 //   {gate,val,out}_proj                 (out, in)  cyberslm, without .weight
 //   W1, W3, W2                          (in, out)  glassllm (gate, up, down)
 //   w1.weight, w3.weight, w2.weight     (out, in)  meta, mixtral-expert (gate, up, down)
+//   ffn_{gate,up,down}.weight           (out, in)  gguf (llama.cpp: blk.N.; ne reversed)
 // The layer of a block is the number after a "layers", "blocks" or "blk"
 // component of P (model.layers.3.mlp., layers.3.feed_forward.,
 // blocks.3.ffn.); its expert the number after "experts"

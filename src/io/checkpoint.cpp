@@ -10,6 +10,7 @@
 // selector tells them apart.
 #include <swiglu/checkpoint.hpp>
 
+#include <cctype>
 #include <set>
 
 #include "common/messages.hpp"
@@ -28,9 +29,9 @@ using detail::FoundBlock;
 using detail::PartialBlock;
 using detail::quote_name;
 using detail::shape_text;
+using detail::StoredTensor;
 using detail::TensorDtype;
 using detail::TensorInfo;
-using detail::TensorRef;
 
 constexpr std::size_t kListed = 20;  // layers and blocks listed in a message
 
@@ -228,22 +229,22 @@ FoundBlock select_block(const CheckpointFiles& file, const WeightSelector& selec
     fail(file, what + file.tensors_text());
 }
 
-std::string role_text(const TensorInfo& t, const char* role) {
+std::string role_text(const StoredTensor& t, const char* role) {
     return std::string(role) + " " + quote_name(t.name);
 }
 
-void check_weight(const CheckpointFiles& file, const TensorInfo& t, const char* role) {
+void check_weight(const CheckpointFiles& file, const StoredTensor& t, const char* role) {
     if (t.shape.size() != 2)
         fail(file, role_text(t, role) + " must be 2-D, found shape " + shape_text(t.shape) + " (" +
                        std::to_string(t.shape.size()) + "-D)");
-    if (t.dtype != TensorDtype::F32 && t.dtype != TensorDtype::BF16 && t.dtype != TensorDtype::F16)
+    if (!detail::readable(t.type))
         fail(file,
-             role_text(t, role) + " has unsupported dtype " + detail::dtype_name(t.dtype) +
-                 "; weights must be F32, BF16 or F16",
+             role_text(t, role) + " has unsupported dtype " + t.type_name +
+                 "; weights must be F32, BF16 or F16 (in GGUF also Q8_0 or Q4_0)",
              Status::unsupported);
 }
 
-void expect_shape(const CheckpointFiles& file, const TensorInfo& t, const char* role,
+void expect_shape(const CheckpointFiles& file, const StoredTensor& t, const char* role,
                   std::int64_t rows, std::int64_t cols, const char* dims,
                   const std::string& because) {
     if (t.shape[0] != rows || t.shape[1] != cols)
@@ -255,16 +256,16 @@ void expect_shape(const CheckpointFiles& file, const TensorInfo& t, const char* 
 // A block's tensors, checked: each 2-D in a dtype that converts, shapes
 // that agree, d and f >= 1.
 struct Checked {
-    TensorRef gate;
-    TensorRef up;  // empty: merged into gate
-    TensorRef down;
+    std::optional<StoredTensor> gate;
+    std::optional<StoredTensor> up;  // empty: merged into gate
+    std::optional<StoredTensor> down;
     std::int64_t d, f;
 };
 
 // Maps the shards that hold the block (only those, in a sharded checkpoint).
 Checked check_block(const CheckpointFiles& file, const FoundBlock& b) {
-    Checked c{file.find(b.gate), b.up.empty() ? TensorRef{} : file.find(b.up), file.find(b.down), 0,
-              0};
+    Checked c{file.find(b.gate), b.up.empty() ? std::nullopt : file.find(b.up), file.find(b.down),
+              0, 0};
     check_weight(file, *c.gate, c.up ? "gate" : "gate_up");
     if (c.up) check_weight(file, *c.up, "up");
     check_weight(file, *c.down, "down");
@@ -299,11 +300,35 @@ Checked check_block(const CheckpointFiles& file, const FoundBlock& b) {
 }
 
 std::string dtype_summary(const Checked& c) {
-    const char* g = detail::dtype_name(c.gate->dtype);
-    const char* u = detail::dtype_name((c.up ? *c.up : *c.gate).dtype);
-    const char* d = detail::dtype_name(c.down->dtype);
-    if (std::string(g) == u && std::string(g) == d) return g;
-    return std::string("mixed (gate ") + g + ", up " + u + ", down " + d + ")";
+    const std::string& g = c.gate->type_name;
+    const std::string& u = (c.up ? *c.up : *c.gate).type_name;
+    const std::string& d = c.down->type_name;
+    if (g == u && g == d) return g;
+    return "mixed (gate " + g + ", up " + u + ", down " + d + ")";
+}
+
+// For quantised weights (GGUF Q8_0, Q4_0): what --dtype of the same format
+// keeps of the file's blocks.
+std::string import_note(const Checked& c) {
+    detail::Requantized total;
+    std::string format;
+    for (const auto* t : {&c.gate, &c.up, &c.down}) {
+        if (!*t) continue;
+        const detail::Requantized r = detail::requantized_blocks(**t);
+        if (r.blocks == 0) continue;
+        format = (*t)->type_name;
+        total.differ += r.differ;
+        total.blocks += r.blocks;
+    }
+    if (total.blocks == 0) return "";
+    std::string dtype = format;
+    for (char& ch : dtype) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    if (total.differ == 0)
+        return "--dtype " + dtype + " keeps all " + std::to_string(total.blocks) + " " + format +
+               " blocks bit for bit";
+    return std::to_string(total.differ) + " of " + std::to_string(total.blocks) + " " + format +
+           " blocks were not made by ggml's reference rounding: --dtype " + dtype +
+           " quantises their exact values again, so those blocks differ from the file's";
 }
 
 // What LoadedWeights and BlockInfo share.
@@ -332,16 +357,16 @@ LoadedWeights load_weights(const CheckpointFiles& file, const WeightSelector& se
     describe(b, c, w);
     w.gate_layout = w.up_layout = w.down_layout = b.family->layout;
     if (c.up) {
-        w.gate = file.to_f32(c.gate);
-        w.up = file.to_f32(c.up);
+        w.gate = file.to_f32(*c.gate);
+        w.up = file.to_f32(*c.up);
     } else {
         // Split [2f, d] row-major: the first f rows are gate, the rest up.
-        const std::vector<float> both = file.to_f32(c.gate);
+        const std::vector<float> both = file.to_f32(*c.gate);
         const auto half = static_cast<std::ptrdiff_t>(c.f * c.d);
         w.gate.assign(both.begin(), both.begin() + half);
         w.up.assign(both.begin() + half, both.end());
     }
-    w.down = file.to_f32(c.down);
+    w.down = file.to_f32(*c.down);
     return w;
 }
 
@@ -358,7 +383,9 @@ std::vector<BlockInfo> list_blocks(const CheckpointFiles& file) {
         info.layer = b.layer;
         info.expert = b.expert;
         try {
-            describe(b, check_block(file, b), info);
+            const Checked c = check_block(file, b);
+            describe(b, c, info);
+            info.import_note = import_note(c);
         } catch (const Error& e) {
             // The message without the file's label, which the caller knows.
             const std::string m = e.what(), label = file.label() + ": ";

@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <cstring>
+#include <fstream>
 
 #include <swiglu/swiglu.hpp>
 
@@ -37,6 +38,48 @@ bool ends_with(const std::string& s, const char* tail) {
     return s.size() >= n && s.compare(s.size() - n, n, tail) == 0;
 }
 
+// Whether the file at `path` starts with GGUF's magic.
+bool gguf_magic(const std::string& path) {
+    char head[4] = {};
+    std::ifstream in(path, std::ios::binary);
+    in.read(head, sizeof head);
+    return in.gcount() == 4 && GgufFile::has_magic(std::string_view(head, 4));
+}
+
+StoredTensor stored(const SafetensorsFile& file, const TensorInfo& t) {
+    StoredTensor s;
+    s.name = t.name;
+    s.type_name = dtype_name(t.dtype);
+    s.shape = t.shape;
+    switch (t.dtype) {
+        case TensorDtype::F32: s.type = StoredType::f32; break;
+        case TensorDtype::F16: s.type = StoredType::f16; break;
+        case TensorDtype::BF16: s.type = StoredType::bf16; break;
+        default: return s;
+    }
+    s.data = file.tensor_data(t);
+    s.bytes = t.bytes;
+    return s;
+}
+
+StoredTensor stored(const GgufFile& file, const GgufTensor& t) {
+    StoredTensor s;
+    s.name = t.name;
+    s.type_name = ggml_type_name(t.type);
+    s.shape = t.shape;
+    switch (t.type) {
+        case kGgmlF32: s.type = StoredType::f32; break;
+        case kGgmlF16: s.type = StoredType::f16; break;
+        case kGgmlBF16: s.type = StoredType::bf16; break;
+        case kGgmlQ8_0: s.type = StoredType::q8_0; break;
+        case kGgmlQ4_0: s.type = StoredType::q4_0; break;
+        default: return s;
+    }
+    s.data = file.tensor_data(t);
+    s.bytes = t.bytes;
+    return s;
+}
+
 // A shard must be a file in the index's folder, named plainly.
 bool plain_file_name(const std::string& name) {
     return !name.empty() && name != "." && name != ".." && name.size() <= 255 &&
@@ -54,6 +97,19 @@ CheckpointFiles CheckpointFiles::single(SafetensorsFile file) {
     for (const TensorInfo& t : (*c.files_)[0]->tensors()) {
         c.shard_of_.emplace(t.name, 0);
         c.names_.push_back(t.name);  // views the file's own names, in file order
+    }
+    return c;
+}
+
+CheckpointFiles CheckpointFiles::single(GgufFile file) {
+    CheckpointFiles c;
+    c.label_ = file.label();
+    c.shard_names_ = {file.label()};
+    c.gguf_ = std::make_shared<const GgufFile>(std::move(file));
+    c.files_ = std::make_shared<std::vector<std::optional<SafetensorsFile>>>();
+    for (const GgufTensor& t : c.gguf_->tensors()) {
+        c.shard_of_.emplace(t.name, 0);
+        c.names_.push_back(t.name);
     }
     return c;
 }
@@ -115,6 +171,7 @@ CheckpointFiles CheckpointFiles::open(const std::string& path) {
         if (exists(single_file)) return open(single_file);
         invalid(path + ": a folder with neither " + kIndexName + " nor " + kSingleName);
     }
+    if (ends_with(path, ".gguf") || gguf_magic(path)) return single(GgufFile::open(path));
     if (!ends_with(path, ".json")) return single(SafetensorsFile::open(path));
     MappedFile file(path);
     if (!file.is_regular()) invalid(path + ": not a regular file");
@@ -127,9 +184,10 @@ CheckpointFiles CheckpointFiles::open(const std::string& path) {
     return from_index(file.bytes(), folder.empty() ? "/" : folder, path);
 }
 
-TensorRef CheckpointFiles::find(std::string_view name) const {
+std::optional<StoredTensor> CheckpointFiles::find(std::string_view name) const {
     const auto it = shard_of_.find(name);
     if (it == shard_of_.end()) return {};
+    if (gguf_) return stored(*gguf_, *gguf_->find(name));
     std::optional<SafetensorsFile>& file = (*files_)[it->second];
     const std::string& shard = shard_names_[it->second];
     if (!file) {
@@ -145,7 +203,7 @@ TensorRef CheckpointFiles::find(std::string_view name) const {
     if (!info)
         invalid(label_ + ": weight_map maps tensor " + quote_name(name) + " to shard " +
                 quote_name(shard) + ", which does not hold it");
-    return {&*file, info};
+    return stored(*file, *info);
 }
 
 std::string CheckpointFiles::tensors_text() const {
@@ -155,8 +213,8 @@ std::string CheckpointFiles::tensors_text() const {
     for (std::size_t i = 0; i < names_.size() && i < kListedTensors; ++i) {
         s += (i ? ", " : " ") + quote_name(names_[i]);
         if (sharded_) continue;
-        const TensorInfo& t = *(*files_)[0]->find(names_[i]);
-        s += " " + shape_text(t.shape) + " " + dtype_name(t.dtype);
+        const StoredTensor t = *find(names_[i]);
+        s += " " + shape_text(t.shape) + " " + t.type_name;
     }
     if (names_.size() > kListedTensors) s += ", ...";
     return s;
@@ -165,7 +223,7 @@ std::string CheckpointFiles::tensors_text() const {
 std::size_t CheckpointFiles::shards_mapped() const {
     std::size_t n = 0;
     for (const auto& f : *files_) n += f.has_value();
-    return n;
+    return n + (gguf_ ? 1 : 0);
 }
 
 }  // namespace swiglu::detail

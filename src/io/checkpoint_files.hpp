@@ -1,5 +1,5 @@
-// A checkpoint's tensors, in one safetensors file or in the shards a Hugging
-// Face index names (model.safetensors.index.json: {"metadata": {...},
+// A checkpoint's tensors, in one safetensors file, one GGUF file, or in the
+// shards a Hugging Face index names (model.safetensors.index.json: {"metadata": {...},
 // "weight_map": {tensor name: shard file name}}), behind one lookup by
 // name. Discovery needs only the names, which a sharded checkpoint's index
 // holds: a shard is mapped only when a tensor of it is looked up, so loading
@@ -21,26 +21,21 @@
 #include <string_view>
 #include <vector>
 
+#include "io/gguf.hpp"
 #include "io/safetensors.hpp"
+#include "io/stored_tensor.hpp"
 
 namespace swiglu::detail {
 
-// A tensor and the file that holds it; empty when there is no such name.
-struct TensorRef {
-    const SafetensorsFile* file = nullptr;
-    const TensorInfo* info = nullptr;
-    explicit operator bool() const { return info != nullptr; }
-    const TensorInfo& operator*() const { return *info; }
-    const TensorInfo* operator->() const { return info; }
-};
-
 class CheckpointFiles {
 public:
-    // `path` is a safetensors file, an index (a name ending in .json), or a
-    // folder that holds model.safetensors.index.json or model.safetensors.
+    // `path` is a GGUF file (by its magic), a safetensors file, an index (a
+    // name ending in .json), or a folder that holds
+    // model.safetensors.index.json or model.safetensors.
     static CheckpointFiles open(const std::string& path);
     // One file already open (from disk or memory).
     static CheckpointFiles single(SafetensorsFile file);
+    static CheckpointFiles single(GgufFile file);
     // An index's text, its shards looked up in `folder`; `label` names the
     // index in messages.
     static CheckpointFiles from_index(std::string_view text, const std::string& folder,
@@ -59,9 +54,9 @@ public:
     // The tensor, its shard mapped on first use; empty if no such name.
     // Throws swiglu::Error for a shard that is missing or malformed or does
     // not hold the tensor.
-    TensorRef find(std::string_view name) const;
-    std::vector<float> to_f32(TensorRef t) const { return t.file->to_f32(*t.info); }
-    // "tensors present (N): ..." for messages: names, shapes and dtypes of
+    std::optional<StoredTensor> find(std::string_view name) const;
+    std::vector<float> to_f32(const StoredTensor& t) const { return decode_to_f32(t, label_); }
+    // "tensors present (N): ..." for messages: names, shapes and types of
     // the first 20 (a sharded checkpoint's: names, without mapping shards).
     std::string tensors_text() const;
     std::size_t shards() const { return shard_names_.size(); }
@@ -77,8 +72,10 @@ private:
     // name -> its shard; the keys are what names_ views.
     std::map<std::string, std::size_t, std::less<>> shard_of_;
     std::vector<std::string_view> names_;
-    // Mapped on first use; shared so that copies share the mappings.
+    // Mapped on first use (a sharded checkpoint's shards); shared so that
+    // what find() returns stays valid as long as any owner lives.
     std::shared_ptr<std::vector<std::optional<SafetensorsFile>>> files_;
+    std::shared_ptr<const GgufFile> gguf_;  // or one GGUF file
 };
 
 }  // namespace swiglu::detail

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs `swiglu run` on every file of the hostile corpus
-# (scripts/make_hostile_corpus.py): each st_*.safetensors and each idx_*.json
-# (a sharded checkpoint's index) as --weights with a valid input, each npy_*.npy as --input with valid weights, plus a few bad
+# (scripts/make_hostile_corpus.py): each st_*.safetensors, idx_*.json (a
+# sharded checkpoint's index) and gguf_*.gguf as --weights with a valid input, each npy_*.npy as --input with valid weights, plus a few bad
 # command lines. Every one must
 #   - exit with status 2 (no signal, no hang: each run is capped at 60 s),
 #   - print nothing on stdout and exactly one line on stderr, starting with
@@ -102,7 +102,7 @@ weights=$corpus/valid_hf_llama.safetensors
 for w in "$corpus"/valid_*.safetensors; do
   expect_success "$(basename "$w")" --weights "$w" --input "$x"
 done
-for w in "$corpus"/valid_*.json; do
+for w in "$corpus"/valid_*.json "$corpus"/valid_*.gguf; do
   expect_success "$(basename "$w")" --weights "$w" --input "$x"
 done
 for i in "$corpus"/valid_*.npy; do
@@ -121,6 +121,11 @@ n_idx=0
 for w in "$corpus"/idx_*.json; do
   expect_refusal "$(basename "$w")" "$w" --weights "$w" --input "$x"
   n_idx=$((n_idx + 1))
+done
+n_gguf=0
+for w in "$corpus"/gguf_*.gguf; do
+  expect_refusal "$(basename "$w")" "$w" --weights "$w" --input "$x"
+  n_gguf=$((n_gguf + 1))
 done
 n_npy=0
 for i in "$corpus"/npy_*.npy; do
@@ -205,6 +210,6 @@ extra=$(ls -A "$special" | grep -v -x -e reference.npy -e fifo -e fifo.out -e re
         -e dangling.npy -e null -e disk)
 check "output_special_no_stray_files" test -z "$extra"
 
-echo "hostile corpus: $n_st safetensors, $n_idx indexes and $n_npy .npy files"
+echo "hostile corpus: $n_st safetensors, $n_idx indexes, $n_gguf GGUF and $n_npy .npy files"
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -1,0 +1,95 @@
+// libFuzzer target: a GGUF file from hostile bytes.
+//
+// Whatever the input, opening it either succeeds or throws swiglu::Error
+// (invalid_argument) with a one-line message that starts with the file's
+// label. A file that opens must be self-consistent (its known tensors lie
+// inside the input, in rows of whole blocks), each readable tensor must
+// decode in full, and discovery and loading over it must give weights of
+// the shapes they claim or a one-line invalid_argument / unsupported error.
+// Anything else (a crash, a sanitizer report, another exception, a broken
+// invariant) aborts, and libFuzzer keeps the input.
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+#include <swiglu/checkpoint.hpp>
+#include <swiglu/swiglu.hpp>
+
+#include "io/checkpoint_files.hpp"
+#include "io/checkpoint_loader.hpp"
+#include "io/gguf.hpp"
+
+namespace {
+
+using swiglu::Error;
+using swiglu::Status;
+using swiglu::detail::CheckpointFiles;
+using swiglu::detail::GgufFile;
+
+const std::string kLabel = "<fuzz>";
+
+[[noreturn]] void broken(const char* what, const std::string& detail = "") {
+    std::fprintf(stderr, "invariant broken: %s %s\n", what, detail.c_str());
+    std::abort();
+}
+
+void check_message(const Error& e, bool unsupported_allowed) {
+    const std::string m = e.what();
+    if (e.status() != Status::invalid_argument &&
+        !(unsupported_allowed && e.status() == Status::unsupported))
+        broken("unexpected status", std::to_string(static_cast<int>(e.status())) + ": " + m);
+    if (m.compare(0, kLabel.size() + 2, kLabel + ": ") != 0)
+        broken("message without the label:", m);
+    if (m.find('\n') != std::string::npos || m.find('\r') != std::string::npos)
+        broken("message of more than one line:", m);
+}
+
+void load(const CheckpointFiles& files, const swiglu::WeightSelector& selector) {
+    try {
+        const swiglu::LoadedWeights w = swiglu::detail::load_weights(files, selector);
+        const auto n = static_cast<std::size_t>(w.d * w.f);
+        if (w.d < 1 || w.f < 1 || w.gate.size() != n || w.up.size() != n || w.down.size() != n)
+            broken("loaded weights of the wrong size");
+    } catch (const Error& e) {
+        check_message(e, true);
+    }
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+    std::optional<GgufFile> file;
+    try {
+        file.emplace(GgufFile::from_memory(data, size, kLabel));
+    } catch (const Error& e) {
+        check_message(e, false);
+        return 0;
+    }
+    for (const swiglu::detail::GgufTensor& t : file->tensors()) {
+        const swiglu::detail::GgmlType* type = swiglu::detail::ggml_type(t.type);
+        if (!type) continue;
+        if (t.ne[0] % type->block != 0) broken("a row of partial blocks", t.name);
+        const unsigned char* p = file->tensor_data(t);
+        if (p < data || p + t.bytes > data + size) broken("tensor_data outside the input", t.name);
+    }
+    const CheckpointFiles files = CheckpointFiles::single(std::move(*file));
+    for (std::string_view name : files.names()) {
+        const auto t = files.find(name);
+        if (!t) broken("a listed name is not found");
+        try {
+            files.to_f32(*t);
+        } catch (const Error& e) {
+            check_message(e, true);
+        }
+    }
+    load(files, {});
+    load(files, {0, "", -1});
+    load(files, {1, "", -1});
+    load(files, {-1, "blk.0.", -1});
+    for (const swiglu::BlockInfo& b : swiglu::detail::list_blocks(files))
+        if (b.problem.empty() && (b.d < 1 || b.f < 1)) broken("listed block without a shape");
+    return 0;
+}

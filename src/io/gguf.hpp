@@ -1,0 +1,100 @@
+// A reader of GGUF files (llama.cpp's model format, versions 2 and 3) that
+// trusts nothing in them.
+//
+// Layout, little-endian: "GGUF", u32 version, u64 tensor count, u64
+// metadata count; the metadata (key: u64 length + bytes, u32 value type,
+// value; arrays: u32 element type, u64 count, elements); the tensor infos
+// (name, u32 dimension count, u64 ne[n] with ne[0] the innermost: a row's
+// length, u32 ggml type, u64 offset from the data section); padding to the
+// alignment (metadata general.alignment, a u32 power of two, default 32);
+// the data section.
+//
+// Everything is checked when the file is opened, before any tensor byte is
+// read: every count against the bytes left (so a hostile count cannot make
+// us loop or allocate), every string and array length, value types, array
+// nesting (at most 8 deep), dimensions (1 to 4, each >= 0, products
+// overflow-checked), whole blocks per row for block types, offsets aligned,
+// inside the data and not overlapping, names unique. Each failure is a
+// swiglu::Error (Status::invalid_argument) starting with the file's label.
+// Tensors of a ggml type this reader does not know are kept (their extent
+// cannot be checked, and they are never read).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace swiglu::detail {
+
+// ggml's type ids this reader knows the size of.
+enum GgmlTypeId : std::uint32_t {
+    kGgmlF32 = 0,
+    kGgmlF16 = 1,
+    kGgmlQ4_0 = 2,
+    kGgmlQ8_0 = 8,
+    kGgmlBF16 = 30,
+};
+
+struct GgmlType {
+    std::uint32_t id;
+    const char* name;    // "Q4_0"
+    std::int64_t block;  // values per block (1: not a block type)
+    std::int64_t bytes;  // bytes per block
+};
+// nullptr: a type this reader does not know.
+const GgmlType* ggml_type(std::uint32_t id);
+std::string ggml_type_name(std::uint32_t id);  // "Q4_0", or "ggml type 23"
+
+struct GgufTensor {
+    std::string name;
+    std::uint32_t type = 0;
+    std::vector<std::int64_t> ne;     // GGUF's order: ne[0] is a row's length
+    std::vector<std::int64_t> shape;  // outermost first (ne reversed): a weight is (out, in)
+    std::int64_t elements = 0;
+    std::uint64_t offset = 0;  // from the start of the data section
+    std::uint64_t bytes = 0;   // 0 for a type this reader does not know
+};
+
+class GgufFile {
+public:
+    // Maps `path` read-only and validates it; the label in messages is `path`.
+    static GgufFile open(const std::string& path);
+    // Validates `size` bytes at `data`, which are not copied and must outlive
+    // the returned object.
+    static GgufFile from_memory(const void* data, std::size_t size, std::string label = "<memory>");
+    // Whether `bytes` start with GGUF's magic.
+    static bool has_magic(std::string_view bytes);
+
+    const std::string& label() const { return label_; }
+    std::uint32_t version() const { return version_; }
+    std::uint64_t alignment() const { return alignment_; }
+    // In file order.
+    const std::vector<GgufTensor>& tensors() const { return tensors_; }
+    const GgufTensor* find(std::string_view name) const;  // nullptr if absent
+    // The string values of the metadata (general.architecture, ...); values
+    // of other types are checked and skipped.
+    const std::map<std::string, std::string>& strings() const { return strings_; }
+    // A tensor's bytes; only for a type this reader knows.
+    const unsigned char* tensor_data(const GgufTensor& tensor) const;
+
+private:
+    GgufFile() = default;
+    void parse();
+
+    std::shared_ptr<const unsigned char> owner_;  // the mapping, or nothing (from_memory)
+    const unsigned char* bytes_ = nullptr;
+    std::size_t size_ = 0;
+    std::string label_;
+    std::uint32_t version_ = 0;
+    std::uint64_t alignment_ = 32;
+    std::uint64_t data_start_ = 0;
+    std::vector<GgufTensor> tensors_;
+    std::map<std::string, std::size_t, std::less<>> index_;
+    std::map<std::string, std::string> strings_;
+};
+
+}  // namespace swiglu::detail

@@ -1,0 +1,91 @@
+#include "io/stored_tensor.hpp"
+
+#include <cstring>
+
+#include <swiglu/swiglu.hpp>
+
+#include "common/half.hpp"
+#include "io/safetensors.hpp"  // quote_name
+#include "kernels/ggml_blocks.hpp"
+
+namespace swiglu::detail {
+
+namespace {
+
+template <class Block, class Decode>
+void decode_blocks(const unsigned char* data, std::int64_t rows, std::int64_t row_length,
+                   Decode decode, float* out) {
+    const auto n = static_cast<std::size_t>(row_length);
+    std::vector<Block> row(ggml_blocks(n));
+    const std::size_t row_bytes = row.size() * sizeof(Block);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        // Copied out: the file's blocks need not be aligned for Block.
+        std::memcpy(row.data(), data + std::size_t(r) * row_bytes, row_bytes);
+        decode(row.data(), n, out + std::size_t(r) * n);
+    }
+}
+
+template <class Block, class Decode, class Encode>
+Requantized requantize(const StoredTensor& t, Decode decode, Encode encode) {
+    Requantized r;
+    const auto n = static_cast<std::size_t>(t.shape.back());
+    std::vector<Block> row(ggml_blocks(n)), again(row.size());
+    std::vector<float> values(n);
+    const std::size_t row_bytes = row.size() * sizeof(Block);
+    const std::uint64_t rows = row_bytes ? t.bytes / row_bytes : 0;
+    for (std::uint64_t i = 0; i < rows; ++i) {
+        std::memcpy(row.data(), t.data + i * row_bytes, row_bytes);
+        decode(row.data(), n, values.data());
+        encode(values.data(), n, again.data());
+        for (std::size_t b = 0; b < row.size(); ++b)
+            r.differ += std::memcmp(&row[b], &again[b], sizeof(Block)) != 0;
+        r.blocks += static_cast<std::int64_t>(row.size());
+    }
+    return r;
+}
+
+}  // namespace
+
+Requantized requantized_blocks(const StoredTensor& t) {
+    if (t.shape.empty()) return {};
+    if (t.type == StoredType::q8_0)
+        return requantize<BlockQ8_0>(t, dequantize_row_q8_0, quantize_row_q8_0);
+    if (t.type == StoredType::q4_0)
+        return requantize<BlockQ4_0>(t, dequantize_row_q4_0, quantize_row_q4_0);
+    return {};
+}
+
+std::vector<float> decode_to_f32(const StoredTensor& t, const std::string& label) {
+    if (!readable(t.type))
+        throw Error(Status::unsupported, label + ": tensor " + quote_name(t.name) + " has type " +
+                                             t.type_name +
+                                             ", which the loader does not read (F32, F16, BF16, "
+                                             "Q8_0 and Q4_0 it does)");
+    std::int64_t elements = 1;
+    for (std::int64_t n : t.shape) elements *= n;
+    std::vector<float> out(static_cast<std::size_t>(elements));
+    if (elements == 0) return out;
+    const std::int64_t row = t.shape.empty() ? 1 : t.shape.back();
+    const std::int64_t rows = elements / row;
+    switch (t.type) {
+        case StoredType::f32: std::memcpy(out.data(), t.data, out.size() * sizeof(float)); break;
+        case StoredType::f16:
+        case StoredType::bf16:
+            for (std::size_t i = 0; i < out.size(); ++i) {
+                std::uint16_t h;
+                std::memcpy(&h, t.data + 2 * i, 2);
+                out[i] = t.type == StoredType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+            }
+            break;
+        case StoredType::q8_0:
+            decode_blocks<BlockQ8_0>(t.data, rows, row, dequantize_row_q8_0, out.data());
+            break;
+        case StoredType::q4_0:
+            decode_blocks<BlockQ4_0>(t.data, rows, row, dequantize_row_q4_0, out.data());
+            break;
+        case StoredType::other: break;
+    }
+    return out;
+}
+
+}  // namespace swiglu::detail

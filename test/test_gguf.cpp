@@ -1,0 +1,270 @@
+// GGUF, llama.cpp's model format: files written here per the published
+// layout, blk.N.ffn_{gate,up,down}.weight found and run against the fp64
+// reference in F32, F16, BF16, Q8_0 and Q4_0 (blocks decoded exactly), and
+// every malformed file refused with its message.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <swiglu/checkpoint.hpp>
+
+#include "checkpoint_blocks.hpp"
+#include "gguf_writer.hpp"
+#include "io/gguf.hpp"
+#include "kernels/ggml_blocks.hpp"
+
+using namespace swiglu;
+using namespace swiglu::test;
+using swiglu::detail::GgufFile;
+
+namespace {
+
+struct GgmlCase {
+    const char* name;
+    std::uint32_t type;
+};
+const GgmlCase kTypes[] = {{"F32", 0}, {"F16", 1}, {"BF16", 30}, {"Q8_0", 8}, {"Q4_0", 2}};
+
+// The values a tensor of `type` holds once stored: what the loader must give.
+std::vector<float> stored_values(std::uint32_t type, const std::vector<float>& v,
+                                 std::int64_t ne0) {
+    using namespace swiglu::detail;
+    if (type == 0) return v;
+    if (type == 1) return rounded(v, "F16");
+    if (type == 30) return rounded(v, "BF16");
+    const std::string bytes = ggml_bytes(type, v, ne0);
+    std::vector<float> out(v.size());
+    const std::size_t rows = v.size() / std::size_t(ne0), n = std::size_t(ne0);
+    for (std::size_t r = 0; r < rows; ++r) {
+        if (type == 8) {
+            std::vector<BlockQ8_0> b(ggml_blocks(n));
+            std::memcpy(b.data(), bytes.data() + r * b.size() * sizeof(BlockQ8_0),
+                        b.size() * sizeof(BlockQ8_0));
+            dequantize_row_q8_0(b.data(), n, out.data() + r * n);
+        } else {
+            std::vector<BlockQ4_0> b(ggml_blocks(n));
+            std::memcpy(b.data(), bytes.data() + r * b.size() * sizeof(BlockQ4_0),
+                        b.size() * sizeof(BlockQ4_0));
+            dequantize_row_q4_0(b.data(), n, out.data() + r * n);
+        }
+    }
+    return out;
+}
+
+// A llama.cpp-style model: per layer the attention's tensors (not a block)
+// and the FFN's, (out, in) as ne = [in, out]; metadata as llama.cpp writes.
+struct Model {
+    std::vector<GgufTensorSpec> tensors;
+    std::vector<RandomBlock> blocks;
+    GgufMetadata metadata;
+
+    Model(std::uint32_t type, int layers, std::int64_t d, std::int64_t f) {
+        metadata.string("general.architecture", "llama");
+        metadata.u32("llama.block_count", std::uint32_t(layers));
+        metadata.strings("tokenizer.ggml.tokens", {"<s>", "</s>", "hello"});
+        metadata.f32("llama.rope.freq_base", 10000.0f);
+        tensors.push_back(
+            {"token_embd.weight", 0, {d, 3}, std::vector<float>(std::size_t(3 * d), 0.5f), ""});
+        for (int n = 0; n < layers; ++n) {
+            const std::string p = "blk." + std::to_string(n) + ".";
+            blocks.emplace_back(d, f, Layout::out_in, unsigned(90 + n));
+            const RandomBlock& b = blocks.back();
+            tensors.push_back({p + "attn_q.weight",
+                               0,
+                               {d, d},
+                               std::vector<float>(std::size_t(d * d), 0.25f),
+                               ""});
+            tensors.push_back({p + "ffn_gate.weight", type, {d, f}, b.gate, ""});
+            tensors.push_back({p + "ffn_up.weight", type, {d, f}, b.up, ""});
+            tensors.push_back({p + "ffn_down.weight", type, {f, d}, b.down, ""});
+        }
+    }
+    std::string write(const GgufOptions& options = {}) const {
+        const std::string path = temp_dir() + "/model.gguf";
+        write_file(path, gguf_bytes(tensors, metadata, options));
+        return path;
+    }
+};
+
+std::string gguf_error(const std::string& bytes, Status status = Status::invalid_argument) {
+    return error_message([&] { GgufFile::from_memory(bytes.data(), bytes.size(), "<gguf>"); },
+                         status);
+}
+
+}  // namespace
+
+TEST_SUITE("gguf") {
+
+TEST_CASE("blk.N.ffn_* in every readable type loads exactly and runs like the reference") {
+    const std::int64_t d = 64, f = 96;  // whole blocks of 32
+    for (const GgmlCase& c : kTypes) {
+        CAPTURE(c.name);
+        const Model m(c.type, 3, d, f);
+        const std::string path = m.write();
+        const std::vector<BlockInfo> found = list_blocks(path);
+        REQUIRE(found.size() == 3);
+        CHECK(found[1].prefix == "blk.1.");
+        CHECK(found[1].scheme == "gguf");
+        CHECK(found[1].layer == 1);
+        CHECK(found[1].d == d);
+        CHECK(found[1].f == f);
+        CHECK(found[1].source_dtype == c.name);
+        const WeightSelector selector{1, "", -1};
+        const LoadedWeights w = load_weights(path, selector);
+        CHECK(w.gate_name == "blk.1.ffn_gate.weight");
+        CHECK(w.gate == stored_values(c.type, m.blocks[1].gate, d));
+        CHECK(w.up == stored_values(c.type, m.blocks[1].up, d));
+        CHECK(w.down == stored_values(c.type, m.blocks[1].down, f));
+        check_forward(w, m.blocks[1], path, selector);
+        CHECK_LOAD_FAILS(path, WeightSelector{}, "holds 3 layers (\"blk.{N}\" with N = 0, 1, 2)");
+    }
+}
+
+TEST_CASE("swiglu info says whether --dtype q8_0 / q4_0 keeps a file's blocks") {
+    for (const GgmlCase& c : {kTypes[3], kTypes[4]}) {
+        CAPTURE(c.name);
+        const Model m(c.type, 1, 64, 32);  // ggml's reference rounding: blocks come back
+        const std::vector<BlockInfo> found = list_blocks(m.write());
+        REQUIRE(found.size() == 1);
+        const std::string dtype = c.type == 8 ? "q8_0" : "q4_0";
+        CHECK(found[0].import_note ==
+              "--dtype " + dtype + " keeps all 192 " + c.name + " blocks bit for bit");
+    }
+    // Q8_0 blocks whose largest |q| is 10, not 127: not ggml's rounding.
+    Model m(8, 1, 32, 32);
+    std::string raw;
+    for (int b = 0; b < 32; ++b) {
+        raw += std::string("\x00\x3c", 2);  // scale 1.0 in f16
+        for (int i = 0; i < 32; ++i) raw += static_cast<char>((i * 7 + b) % 21 - 10);
+    }
+    m.tensors[2].raw = raw;
+    const std::string path = m.write();
+    const std::vector<BlockInfo> found = list_blocks(path);
+    REQUIRE(found.size() == 1);
+    CHECK(found[0].import_note ==
+          "32 of 96 Q8_0 blocks were not made by ggml's reference rounding: --dtype q8_0 "
+          "quantises their exact values again, so those blocks differ from the file's");
+    // The values themselves load exactly: q * 1.0.
+    const LoadedWeights w = load_weights(path);
+    CHECK(w.gate[0] == -10.0f);
+    CHECK(w.gate[33] == float((1 * 7 + 1) % 21 - 10));
+}
+
+TEST_CASE("version 2, another alignment, odd widths in F32") {
+    Model m(0, 1, 7, 13);
+    m.metadata.u32("general.alignment", 64);
+    GgufOptions options;
+    options.version = 2;
+    options.alignment = 64;
+    const std::string path = m.write(options);
+    const GgufFile file = GgufFile::open(path);
+    CHECK(file.version() == 2);
+    CHECK(file.alignment() == 64);
+    CHECK(file.strings().at("general.architecture") == "llama");
+    const LoadedWeights w = load_weights(path);
+    CHECK(w.gate == m.blocks[0].gate);
+    check_forward(w, m.blocks[0], path, {});
+}
+
+TEST_CASE("a weight in a type the loader does not read is refused as unsupported") {
+    Model m(0, 1, 32, 32);
+    m.tensors[2].type = 3;  // Q4_1: 20 bytes per block of 32
+    m.tensors[2].raw = std::string(32 * 20, '\0');
+    const std::string path = m.write();
+    const std::string message = error_message([&] { load_weights(path); }, Status::unsupported);
+    CHECK(contains(message, "gate \"blk.0.ffn_gate.weight\" has unsupported dtype Q4_1"));
+    // A type this reader does not know at all: the file opens, the tensor is never read.
+    m.tensors[2].type = 23;
+    m.tensors[2].raw = "x";
+    const std::string unknown = m.write();
+    CHECK(contains(error_message([&] { load_weights(unknown); }, Status::unsupported),
+                   "has unsupported dtype ggml type 23"));
+}
+
+TEST_CASE("malformed files are refused, each with its message") {
+    const Model m(0, 1, 4, 8);
+    const std::string good = gguf_bytes(m.tensors, m.metadata);
+    GgufFile::from_memory(good.data(), good.size());  // the base case opens
+
+    const std::string header = "GGUF" + le32(3);
+    struct Case {
+        std::string bytes;
+        const char* message;
+    };
+    // `n` tensor infos, padding to 32, then `data_bytes` of data.
+    auto with_tensors = [&](std::uint64_t n, const std::string& infos, std::uint64_t data_bytes) {
+        std::string s = header + le64(n) + le64(0) + infos;
+        while (s.size() % 32) s += '\0';
+        return s + std::string(data_bytes, '\0');
+    };
+    auto with_tensor = [&](const std::string& info, std::uint64_t data_bytes = 64) {
+        return with_tensors(1, info, data_bytes);
+    };
+    auto info = [](const std::string& name, std::vector<std::uint64_t> ne, std::uint32_t type,
+                   std::uint64_t offset) {
+        std::string s = gguf_string(name) + le32(std::uint32_t(ne.size()));
+        for (std::uint64_t n : ne) s += le64(n);
+        return s + le32(type) + le64(offset);
+    };
+    const Case cases[] = {
+        {"", "not a GGUF file"},
+        {"GGUX" + le32(3) + le64(0) + le64(0), "not a GGUF file"},
+        {"GGUF" + le32(1) + le64(0) + le64(0), "GGUF version 1"},
+        {"GGUF" + le32(4) + le64(0) + le64(0), "GGUF version 4 is not supported"},
+        {"GGUF" + le32(0x03000000) + le64(0) + le64(0), "big-endian"},
+        {header, "the tensor count at offset 8 needs 8 bytes"},
+        {header + le64(1ull << 40) + le64(0), "tensor count 1099511627776 cannot fit"},
+        {header + le64(0) + le64(1ull << 40), "metadata count 1099511627776 cannot fit"},
+        {header + le64(0) + le64(1) + le64(1000) + "0123456789",
+         "a metadata key at offset 32 needs 1000 bytes, 10 are left"},
+        {header + le64(0) + le64(1) + gguf_string("k") + le32(13) + le64(0), "value type 13"},
+        {header + le64(0) + le64(1) + gguf_string("k") + le32(9) + le32(14) + le64(0),
+         "an array of value type 14"},
+        {header + le64(0) + le64(1) + gguf_string("k") + le32(9) + le32(4) + le64(1ull << 60),
+         "array length"},
+        {header + le64(0) + le64(2) + gguf_string("k") + le32(4) + le32(1) + gguf_string("k") +
+             le32(4) + le32(1),
+         "duplicate metadata key \"k\""},
+        {header + le64(0) + le64(1) + gguf_string("general.alignment") + le32(4) + le32(48),
+         "general.alignment is 48; it must be a power of two"},
+        {header + le64(0) + le64(1) + gguf_string("general.alignment") + le32(10) + le64(32),
+         "general.alignment has value type 10"},
+        {with_tensor(info("t", {}, 0, 0)), "has 0 dimensions"},
+        {with_tensor(info("t", {1, 1, 1, 1, 1}, 0, 0)), "has 5 dimensions"},
+        {with_tensor(info("t", {1ull << 40, 1ull << 40}, 0, 0)), "product overflows 64 bits"},
+        {with_tensor(info("t", {1ull << 63, 1}, 0, 0)), "product overflows 64 bits"},
+        {with_tensor(info("t", {33, 2}, 8, 0)), "a row of 33 values is not a whole number of Q8_0"},
+        {with_tensor(info("t", {4}, 0, 8)), "offset 8 is not a multiple of the alignment 32"},
+        {with_tensor(info("t", {17}, 0, 0)), "run past its end (64 bytes)"},
+        {with_tensor(info("t", {8}, 0, 0), 0), "run past its end (0 bytes): the file is truncated"},
+        {with_tensors(2, info("a", {16}, 0, 0) + info("b", {4}, 0, 32), 128),
+         "tensors \"a\" and \"b\" overlap"},
+        {with_tensors(2, info("a", {4}, 0, 0) + info("a", {4}, 0, 32), 128),
+         "duplicate tensor \"a\""},
+    };
+    for (const Case& c : cases) {
+        const std::string message = gguf_error(c.bytes);
+        INFO(message);
+        CHECK(message.rfind("<gguf>: ", 0) == 0);
+        CHECK(contains(message, c.message));
+        CHECK(message.find('\n') == std::string::npos);
+    }
+    // Every truncation of a good file fails cleanly.
+    for (std::size_t n = 0; n + 1 < good.size(); n += 7) {
+        CAPTURE(n);
+        gguf_error(good.substr(0, n));
+    }
+}
+
+TEST_CASE("arrays nest at most 8 deep") {
+    std::string value = le32(4) + le64(0);  // the innermost: an empty array of u32
+    for (int i = 0; i < 9; ++i) value = le32(9) + le64(1) + value;
+    GgufMetadata meta;
+    meta.raw("nested", 9, value);
+    const std::string bytes = gguf_bytes({}, meta);
+    CHECK(contains(gguf_error(bytes), "nests arrays deeper than 8"));
+}
+
+}  // TEST_SUITE

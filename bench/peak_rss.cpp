@@ -5,6 +5,12 @@
 //
 //   swiglu_peak_rss                    # llama7b (d = 4096, f = 11008), 1 and 4096 tokens
 //   swiglu_peak_rss --d 1024 --f 2816 --tokens 1,64,4096 [--threads N] [--dtype bf16]
+//   swiglu_peak_rss --weights model.safetensors [--layer N] [--dtype bf16]
+//
+// With --weights it measures loading instead: the peak RSS while a block is
+// built from the checkpoint, once through an f32 copy (load_weights, then
+// Ffn from its views: what loading cost before) and once packed straight
+// from the file (load_ffn), each in a child process of its own.
 //
 // Per token count it prints: RSS once the Ffn is built (the caller's weights
 // already freed), x and y, RSS just before the call, the peak during the
@@ -26,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "process_memory.hpp"
@@ -50,6 +57,8 @@ void fill(std::vector<float>& v, std::uint64_t seed, float scale) {
 
 struct Args {
     std::int64_t d = 4096, f = 11008;
+    std::string weights;  // a checkpoint: measure loading it
+    std::int64_t layer = -1;
     std::vector<std::int64_t> tokens = {1, 4096};
     int threads = 0;
     swiglu::Dtype dtype = swiglu::Dtype::f32;
@@ -58,7 +67,7 @@ struct Args {
 [[noreturn]] void usage(const char* why) {
     std::fprintf(stderr,
                  "swiglu_peak_rss: %s\nusage: swiglu_peak_rss [--d D] [--f F] [--tokens N,N,...] "
-                 "[--threads N] [--dtype f32|bf16|int8|q8_0|q4_0]\n",
+                 "[--threads N] [--dtype f32|bf16|int8|q8_0|q4_0] [--weights FILE [--layer N]]\n",
                  why);
     std::exit(2);
 }
@@ -79,6 +88,10 @@ Args parse(int argc, char** argv) {
             a.tokens.clear();
             std::stringstream ss(value);
             for (std::string t; std::getline(ss, t, ',');) a.tokens.push_back(std::stoll(t));
+        } else if (opt == "--weights") {
+            a.weights = value;
+        } else if (opt == "--layer") {
+            a.layer = std::stoll(value);
         } else if (opt == "--dtype") {
             bool known = false;
             for (swiglu::Dtype t : swiglu::kDtypes)
@@ -129,10 +142,67 @@ int measure(const Args& a, std::int64_t tokens) {
     return 0;
 }
 
+// Loading one block from a.weights, in the child: through an f32 copy of
+// the weights or straight from the file.
+int measure_load(const Args& a, bool direct) {
+    if (!reset_peak()) {
+        std::fprintf(stderr, "swiglu_peak_rss: cannot reset the peak RSS\n");
+        return 1;
+    }
+    const long start_rss = status_kib("VmRSS");
+    const swiglu::WeightSelector selector{a.layer, "", -1};
+    const swiglu::Options options{a.threads, a.dtype};
+    const auto start = std::chrono::steady_clock::now();
+    std::unique_ptr<swiglu::Ffn> ffn;
+    if (direct) {
+        ffn = std::make_unique<swiglu::Ffn>(swiglu::load_ffn(a.weights, selector, options));
+    } else {
+        const swiglu::LoadedWeights w = swiglu::load_weights(a.weights, selector);
+        ffn = std::make_unique<swiglu::Ffn>(w.gate_view(), w.up_view(), w.down_view(), options);
+    }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("%-10s %12.1f %12.1f %12.1f %8.2f\n", direct ? "direct" : "f32 copy",
+                mib(start_rss), mib(status_kib("VmHWM")), mib(status_kib("VmRSS")), seconds);
+    std::fflush(stdout);
+    return 0;
+}
+
+// Runs `f` in a child process; false if it failed.
+template <class F>
+bool in_child(F f) {
+    const pid_t pid = ::fork();
+    if (pid < 0) {
+        std::perror("fork");
+        return false;
+    }
+    if (pid == 0) {
+        int rc = 1;
+        try {
+            rc = f();
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "swiglu_peak_rss: %s\n", e.what());
+        }
+        std::_Exit(rc);
+    }
+    int ws = 0;
+    while (::waitpid(pid, &ws, 0) < 0) {}
+    return WIFEXITED(ws) && WEXITSTATUS(ws) == 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
     const Args a = parse(argc, argv);
+    if (!a.weights.empty()) {
+        std::printf("swiglu %s, loading %s as %s: RSS in MiB (peak: while the block is built)\n",
+                    swiglu::version(), a.weights.c_str(), swiglu::dtype_name(a.dtype));
+        std::printf("%-10s %12s %12s %12s %8s\n", "load", "before", "peak", "after", "seconds");
+        std::fflush(stdout);
+        bool ok = in_child([&] { return measure_load(a, false); });
+        ok = in_child([&] { return measure_load(a, true); }) && ok;
+        return ok ? 0 : 1;
+    }
     const double packed_mib = 3.0 * static_cast<double>(a.d) * static_cast<double>(a.f) *
                               (a.dtype == swiglu::Dtype::f32    ? 4
                                : a.dtype == swiglu::Dtype::bf16 ? 2
@@ -146,24 +216,7 @@ int main(int argc, char** argv) {
                 "before", "peak call", "growth", "life peak", "call s");
     std::fflush(stdout);
     int status = 0;
-    for (std::int64_t tokens : a.tokens) {
-        const pid_t pid = ::fork();
-        if (pid < 0) {
-            std::perror("fork");
-            return 1;
-        }
-        if (pid == 0) {
-            int rc = 1;
-            try {
-                rc = measure(a, tokens);
-            } catch (const std::exception& e) {
-                std::fprintf(stderr, "swiglu_peak_rss: %s\n", e.what());
-            }
-            std::_Exit(rc);
-        }
-        int ws = 0;
-        while (::waitpid(pid, &ws, 0) < 0) {}
-        if (!WIFEXITED(ws) || WEXITSTATUS(ws) != 0) status = 1;
-    }
+    for (std::int64_t tokens : a.tokens)
+        if (!in_child([&] { return measure(a, tokens); })) status = 1;
     return status;
 }

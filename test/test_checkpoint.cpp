@@ -310,6 +310,35 @@ TEST_CASE("errors: a malformed or missing file names the file") {
                          Error);
 }
 
+TEST_CASE("load_ffn packs straight from the file: the same bits as from an f32 copy") {
+    // Every scheme (layouts, the merged gate_up) and stored dtype, into
+    // every precision this CPU runs.
+    const std::int64_t d = 64, f = 40;  // q8_0 / q4_0 want whole blocks of d
+    const std::vector<float> x = t::random_input(5, d, 3);
+    for (const Scheme& s : kSchemes)
+        for (const std::string dtype : {"F32", "BF16", "F16"}) {
+            const RandomBlock b(d, f, s.layout, 5);
+            const std::string path = write(block_tensors(s, b, dtype));
+            const LoadedWeights w = load_weights(path);
+            for (Dtype target : kDtypes) {
+                CAPTURE(s.name);
+                CAPTURE(dtype);
+                CAPTURE(dtype_name(target));
+                const Options options{1, target};
+                std::vector<float> direct(x.size()), copied(x.size());
+                try {
+                    load_ffn(path, {}, options).forward(x.data(), direct.data(), 5);
+                } catch (const Error& e) {
+                    CHECK(e.status() == Status::unsupported);  // int8 without VNNI
+                    continue;
+                }
+                Ffn(w.gate_view(), w.up_view(), w.down_view(), options)
+                    .forward(x.data(), copied.data(), 5);
+                CHECK(direct == copied);
+            }
+        }
+}
+
 TEST_CASE("load_ffn passes the options on") {
     RandomBlock b(7, 13, Layout::out_in, 3);
     const Ffn ffn = load_ffn(write(block_tensors(kHfLlama, b, "F32")), {}, Options{1});

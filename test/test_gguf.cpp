@@ -152,6 +152,24 @@ TEST_CASE("swiglu info says whether --dtype q8_0 / q4_0 keeps a file's blocks") 
     CHECK(w.gate[33] == float((1 * 7 + 1) % 21 - 10));
 }
 
+TEST_CASE("blocks pack straight from the file: the same bits as from an f32 copy") {
+    const std::vector<float> x = random_input(3, 64, 4);
+    for (const GgmlCase& c : kTypes) {
+        const Model m(c.type, 1, 64, 96);
+        const std::string path = m.write();
+        const LoadedWeights w = load_weights(path);
+        for (Dtype target : {Dtype::f32, Dtype::bf16, Dtype::q8_0, Dtype::q4_0}) {
+            CAPTURE(c.name);
+            CAPTURE(dtype_name(target));
+            std::vector<float> direct(x.size()), copied(x.size());
+            load_ffn(path, {}, Options{1, target}).forward(x.data(), direct.data(), 3);
+            Ffn(w.gate_view(), w.up_view(), w.down_view(), Options{1, target})
+                .forward(x.data(), copied.data(), 3);
+            CHECK(direct == copied);
+        }
+    }
+}
+
 TEST_CASE("version 2, another alignment, odd widths in F32") {
     Model m(0, 1, 7, 13);
     m.metadata.u32("general.alignment", 64);

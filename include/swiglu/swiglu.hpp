@@ -128,6 +128,7 @@ struct Trace {
 
 namespace detail {
 class FfnImpl;
+struct FfnAccess;  // the checkpoint loader's way in (core/ffn_access.hpp)
 }
 
 class SWIGLU_API Ffn {
@@ -159,6 +160,8 @@ public:
     void forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const;
 
 private:
+    friend struct detail::FfnAccess;
+    explicit Ffn(std::unique_ptr<detail::FfnImpl> impl);
     std::unique_ptr<detail::FfnImpl> impl_;
 };
 

@@ -32,11 +32,9 @@ detail::NpyArray read_input(const std::string& path) {
     return x;
 }
 
-// load_ffn in two steps, so that an error of the block itself (a bad
-// --threads) is not reported as a problem of the checkpoint file.
+// The block, packed straight from the checkpoint (no f32 copy of it).
 Ffn build_block(const WeightsArgs& weights, int threads, Dtype dtype) {
-    const LoadedWeights w = load_checkpoint(weights);  // freed once the Ffn has packed it
-    return Ffn(w.gate_view(), w.up_view(), w.down_view(), Options{threads, dtype});
+    return load_checkpoint_block(weights, Options{threads, dtype});
 }
 
 // The rows the block runs on: every dimension but the last, which must be d.

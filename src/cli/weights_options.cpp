@@ -41,6 +41,15 @@ LoadedWeights load_checkpoint(const WeightsArgs& args) {
     }
 }
 
+Ffn load_checkpoint_block(const WeightsArgs& args, const Options& options) {
+    try {
+        return load_ffn(args.path, args.selector(), options);
+    } catch (const Error& e) {
+        if (std::string(e.what()).rfind("Ffn: ", 0) == 0) throw;
+        rethrow_naming(e, args.path);
+    }
+}
+
 std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args) {
     try {
         return list_blocks(args.path);

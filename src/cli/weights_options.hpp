@@ -27,6 +27,10 @@ void add_weights_options(CLI::App& command, WeightsArgs& args, bool required);
 // load_weights for these arguments. Its errors name the checkpoint; where a
 // message does not, "weights PATH: " is put in front.
 LoadedWeights load_checkpoint(const WeightsArgs& args);
+// load_ffn for these arguments, errors named the same way, except those of
+// the block itself ("Ffn: ...", e.g. a bad --threads), which are no problem
+// of the file.
+Ffn load_checkpoint_block(const WeightsArgs& args, const Options& options);
 // list_blocks for the checkpoint, its errors named the same way.
 std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args);
 

@@ -9,6 +9,7 @@
 
 #include "common/messages.hpp"
 #include "core/cpu_info.hpp"
+#include "core/ffn_access.hpp"
 #include "core/forward.hpp"
 #include "core/packed_block.hpp"
 #include "core/thread_pool.hpp"
@@ -54,12 +55,12 @@ using detail::invalid;
 
 // A view as the caller passed it, "(rows, cols) layout": the messages name
 // what the caller wrote, not the (in, out) it means.
-std::string view_text(const WeightView& w) {
+std::string view_text(const detail::WeightSource& w) {
     return "(" + std::to_string(w.rows) + ", " + std::to_string(w.cols) + ") " +
            (w.layout == Layout::out_in ? "out_in" : "in_out");
 }
 
-void check_view(const char* name, const WeightView& w) {
+void check_view(const char* name, const detail::WeightSource& w) {
     const std::string who = std::string("Ffn: ") + name;
     if (w.layout != Layout::out_in && w.layout != Layout::in_out)
         invalid(who + ": layout must be Layout::out_in or Layout::in_out (got " +
@@ -67,11 +68,16 @@ void check_view(const char* name, const WeightView& w) {
     if (w.rows < 1 || w.cols < 1)
         invalid(who + ": rows and cols must be >= 1 (got " + view_text(w) + ")");
     if (!w.data) invalid(who + ": data is null");
+    const bool blocks = w.type == detail::SourceType::q8_0 || w.type == detail::SourceType::q4_0;
+    if (blocks && w.cols % 32 != 0)
+        invalid(who + ": rows of " + std::to_string(w.cols) +
+                " values are not whole blocks of 32 (Q8_0, Q4_0)");
 }
 
 // Returns (d, f) after checking the three views agree and every size we will
 // compute with fits: 4 * 3 * d * f bytes must not overflow.
-void check_weights(const WeightView& gate, const WeightView& up, const WeightView& down) {
+void check_weights(const detail::WeightSource& gate, const detail::WeightSource& up,
+                   const detail::WeightSource& down) {
     check_view("gate", gate);
     check_view("up", up);
     check_view("down", down);
@@ -111,7 +117,7 @@ namespace detail {
 
 class FfnImpl {
 public:
-    FfnImpl(const WeightView& gate, const WeightView& up, const WeightView& down, int threads,
+    FfnImpl(const WeightSource& gate, const WeightSource& up, const WeightSource& down, int threads,
             Dtype dtype)
         : block(gate, up, down, dtype),
           // oneDNN stays single-threaded inside our workers (matmul.hpp).
@@ -180,13 +186,20 @@ auto errors_as_swiglu(const char* what, F&& f) -> decltype(f()) {
 }  // namespace
 
 Ffn::Ffn(const WeightView& gate, const WeightView& up, const WeightView& down,
-         const Options& options) {
+         const Options& options)
+    : Ffn(detail::FfnAccess::make(detail::WeightSource::from(gate), detail::WeightSource::from(up),
+                                  detail::WeightSource::from(down), options)) {}
+
+Ffn::Ffn(std::unique_ptr<detail::FfnImpl> impl) : impl_(std::move(impl)) {}
+
+Ffn detail::FfnAccess::make(const WeightSource& gate, const WeightSource& up,
+                            const WeightSource& down, const Options& options) {
     check_weights(gate, up, down);
     check_dtype(options.dtype);
     const int threads = resolve_threads(options.threads);
-    impl_ = errors_as_swiglu("Ffn", [&] {
+    return Ffn(errors_as_swiglu("Ffn", [&] {
         return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype);
-    });
+    }));
 }
 
 Ffn::~Ffn() = default;

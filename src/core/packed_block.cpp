@@ -10,21 +10,6 @@ namespace {
 
 using dt = dnnl::memory::data_type;
 
-// Columns [col0, col0 + width) of W as x @ W sees it: a (in x width) view of
-// the caller's buffer, whatever its layout.
-struct Slice {
-    const float* data;
-    dnnl::memory::desc md;
-};
-
-Slice slice(const WeightView& w, std::int64_t col0, std::int64_t width) {
-    const std::int64_t in = w.in_features();
-    const std::int64_t out = w.out_features();
-    if (w.layout == Layout::out_in)  // (out, in): column c of x @ W is row c
-        return {w.data + col0 * in, dnnl::memory::desc({in, width}, dt::f32, {1, in})};
-    return {w.data + col0, dnnl::memory::desc({in, width}, dt::f32, {out, 1})};
-}
-
 // The 64-row kernel with the packed weight layout oneDNN picks, except for
 // f32 weights that stream from DRAM: oneDNN 2.6's brgemm picks 64-column
 // blocks (BA16a64b) but streams 32-column blocks (BA16a32b) faster at a
@@ -79,8 +64,8 @@ std::size_t tile_bytes(const Phase& phase, std::int64_t tile, const Precision& m
 
 }  // namespace
 
-PackedBlock::PackedBlock(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w,
-                         Dtype dtype)
+PackedBlock::PackedBlock(const WeightSource& gate_w, const WeightSource& up_w,
+                         const WeightSource& down_w, Dtype dtype)
     : d(gate_w.in_features()), f(gate_w.out_features()) {
     auto candidates = precision_candidates(dtype, d, f);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
@@ -187,21 +172,18 @@ std::vector<const MatmulKernel*> PackedBlock::all_kernels() const {
 }
 
 // Every packed tile in one arena, in the order the tasks read them. Each
-// tile goes through a plain f32 (k x n) copy: [gate | up] side by side for
-// gate_up, the slice of W_down for down; the mode packs it from there.
-void PackedBlock::pack(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w) {
+// tile goes through a plain f32 (k x n) copy, decoded from the sources
+// (weight_source.hpp): [gate | up] side by side for gate_up, the slice of
+// W_down for down; the mode packs it from there. Only one plain tile exists
+// at a time, and a file mapping's pages are given back tile by tile.
+void PackedBlock::pack(const WeightSource& gate_w, const WeightSource& up_w,
+                       const WeightSource& down_w) {
     std::size_t total = 0;
     for (const Phase* p : {&gate_up, &down})
         for (std::int64_t j = 0; j < p->columns.count; ++j) total += tile_bytes(*p, j, *precision);
     arena = WeightArena(total);
     std::size_t offset = 0;
     std::vector<float> plain;
-    auto to_plain = [&](const Slice& s, std::int64_t k, std::int64_t n, std::int64_t col0) {
-        const dnnl::memory::desc whole({k, n}, dt::f32, {n, 1});
-        reorder(
-            s.data, s.md,
-            dnnl::memory(whole.submemory_desc(s.md.dims(), {0, col0}), cpu_engine(), plain.data()));
-    };
     auto pack_tile = [&](PhaseId id, Phase& p, std::int64_t j) {
         const std::int64_t n = p.outputs(j);
         p.tiles.emplace_back(tile_desc(p, j, *precision), cpu_engine(), arena.data() + offset);
@@ -213,15 +195,18 @@ void PackedBlock::pack(const WeightView& gate_w, const WeightView& up_w, const W
     for (std::int64_t j = 0; j < gate_up.columns.count; ++j) {
         const std::int64_t c0 = gate_up.columns.begin(j), w = gate_up.columns.size(j);
         plain.assign(static_cast<std::size_t>(d * 2 * w), 0.0f);
-        to_plain(slice(gate_w, c0, w), d, 2 * w, 0);
-        to_plain(slice(up_w, c0, w), d, 2 * w, w);
+        read_columns(gate_w, c0, w, plain.data(), 2 * w, 0);
+        read_columns(up_w, c0, w, plain.data(), 2 * w, w);
         pack_tile(PhaseId::gate_up, gate_up, j);
+        release_columns(gate_w, c0, w);
+        release_columns(up_w, c0, w);
     }
     for (std::int64_t j = 0; j < down.columns.count; ++j) {
-        const std::int64_t w = down.columns.size(j);
+        const std::int64_t c0 = down.columns.begin(j), w = down.columns.size(j);
         plain.assign(static_cast<std::size_t>(f * w), 0.0f);
-        to_plain(slice(down_w, down.columns.begin(j), w), f, w, 0);
+        read_columns(down_w, c0, w, plain.data(), w, 0);
         pack_tile(PhaseId::down, down, j);
+        release_columns(down_w, c0, w);
     }
 }
 

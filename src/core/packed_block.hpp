@@ -13,6 +13,7 @@
 #include "core/precision.hpp"
 #include "core/tiling.hpp"
 #include "core/weight_arena.hpp"
+#include "core/weight_source.hpp"
 #include "onednn/matmul.hpp"
 
 namespace swiglu::detail {
@@ -47,7 +48,7 @@ public:
     // Shapes must already be validated (see ffn.cpp). Resolves the
     // precision mode for `dtype` (precision.hpp), plans the tiles, creates
     // the kernels and packs every tile.
-    PackedBlock(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w,
+    PackedBlock(const WeightSource& gate_w, const WeightSource& up_w, const WeightSource& down_w,
                 Dtype dtype);
 
     const Phase& phase(PhaseId id) const { return id == PhaseId::gate_up ? gate_up : down; }
@@ -76,7 +77,7 @@ private:
     // prefill path, if it has one (Precision::prefill_candidates).
     void make_prefill_kernels();
     std::vector<const MatmulKernel*> all_kernels() const;
-    void pack(const WeightView& gate_w, const WeightView& up_w, const WeightView& down_w);
+    void pack(const WeightSource& gate_w, const WeightSource& up_w, const WeightSource& down_w);
     void describe();
 };
 

@@ -350,23 +350,33 @@ void describe(const FoundBlock& b, const Checked& c, Out& out) {
 
 namespace detail {
 
-LoadedWeights load_weights(const CheckpointFiles& file, const WeightSelector& selector) {
+ResolvedBlock resolve_block(const CheckpointFiles& file, const WeightSelector& selector) {
     const FoundBlock b = select_block(file, selector);
     const Checked c = check_block(file, b);
-    LoadedWeights w;
-    describe(b, c, w);
-    w.gate_layout = w.up_layout = w.down_layout = b.family->layout;
-    if (c.up) {
-        w.gate = file.to_f32(*c.gate);
-        w.up = file.to_f32(*c.up);
+    ResolvedBlock r;
+    describe(b, c, r.described);
+    r.described.gate_layout = r.described.up_layout = r.described.down_layout = b.family->layout;
+    r.gate = *c.gate;
+    r.merged = !c.up;
+    if (c.up) r.up = *c.up;
+    r.down = *c.down;
+    return r;
+}
+
+LoadedWeights load_weights(const CheckpointFiles& file, const WeightSelector& selector) {
+    const ResolvedBlock r = resolve_block(file, selector);
+    LoadedWeights w = r.described;
+    if (!r.merged) {
+        w.gate = file.to_f32(r.gate);
+        w.up = file.to_f32(r.up);
     } else {
         // Split [2f, d] row-major: the first f rows are gate, the rest up.
-        const std::vector<float> both = file.to_f32(*c.gate);
-        const auto half = static_cast<std::ptrdiff_t>(c.f * c.d);
+        const std::vector<float> both = file.to_f32(r.gate);
+        const auto half = static_cast<std::ptrdiff_t>(w.f * w.d);
         w.gate.assign(both.begin(), both.begin() + half);
         w.up.assign(both.begin() + half, both.end());
     }
-    w.down = file.to_f32(*c.down);
+    w.down = file.to_f32(r.down);
     return w;
 }
 

@@ -10,6 +10,17 @@
 
 namespace swiglu::detail {
 
+// The chosen block, checked, its values not read: what load_weights decodes
+// to f32 and load_ffn packs straight from the file.
+struct ResolvedBlock {
+    LoadedWeights described;  // names, scheme, d, f, layouts; no values
+    StoredTensor gate;        // [2f, d] gate rows then up rows when `merged`
+    StoredTensor up;          // empty when merged
+    StoredTensor down;
+    bool merged = false;
+};
+ResolvedBlock resolve_block(const CheckpointFiles& files, const WeightSelector& selector);
+
 LoadedWeights load_weights(const CheckpointFiles& files, const WeightSelector& selector);
 std::vector<BlockInfo> list_blocks(const CheckpointFiles& files);
 // The same on one file.

@@ -1,0 +1,46 @@
+// Where the packer reads a weight matrix from: the caller's f32 (a public
+// WeightView), or a checkpoint's tensor as the file stores it (F16, BF16,
+// GGUF's Q8_0 / Q4_0 blocks), so that a block loads without a transient f32
+// copy of its weights: each tile is decoded into one plain f32 tile, packed,
+// and (for a file mapping) its source pages are given back.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include <swiglu/swiglu.hpp>
+
+namespace swiglu::detail {
+
+enum class SourceType { f32, f16, bf16, q8_0, q4_0 };
+
+struct WeightSource {
+    SourceType type = SourceType::f32;
+    const void* data = nullptr;
+    std::int64_t rows = 0, cols = 0;  // as stored, row-major
+    Layout layout = Layout::out_in;
+    // The bytes are a read-only file mapping: once a tile is packed, the
+    // pages it was read from may be dropped (they read back from the file).
+    bool drop_pages = false;
+
+    std::int64_t in_features() const { return layout == Layout::out_in ? cols : rows; }
+    std::int64_t out_features() const { return layout == Layout::out_in ? rows : cols; }
+    static WeightSource from(const WeightView& w) {
+        return {SourceType::f32, w.data, w.rows, w.cols, w.layout, false};
+    }
+};
+
+// Bytes of one stored row of `n` values (block types: n a multiple of 32).
+std::size_t source_row_bytes(SourceType type, std::int64_t n);
+
+// Columns [c0, c0 + width) of x @ W, as f32: plain[i * ld + offset + j] =
+// W(i, c0 + j) for every input i, whatever the layout and type (values
+// exact: F16/BF16 widened, blocks decoded as q * d or (q - 8) * d).
+void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, float* plain,
+                  std::int64_t ld, std::int64_t offset);
+
+// After read_columns(w, c0, width, ...): drops the pages of those columns
+// when w.drop_pages and they are whole rows ((out, in) layout); else nothing.
+void release_columns(const WeightSource& w, std::int64_t c0, std::int64_t width) noexcept;
+
+}  // namespace swiglu::detail

@@ -122,36 +122,72 @@ TEST_CASE("blk.N.ffn_* in every readable type loads exactly and runs like the re
     }
 }
 
-TEST_CASE("swiglu info says whether --dtype q8_0 / q4_0 keeps a file's blocks") {
+TEST_CASE("--dtype q8_0 / q4_0 run a file's blocks as stored, whoever made them") {
+    // Blocks ggml's reference rounding would not make: scale 1.0, Q8_0 q in
+    // [-10, 10] (ggml puts the largest |q| at 127), Q4_0 values in [-3, 3]
+    // (ggml puts the largest at -8). Quantised again they would change;
+    // stored, with x whose blocks quantise exactly (integers, one of them
+    // 127 in each block of 32), gate and up are exact integer dot products.
+    const std::int64_t d = 64, f = 32;
+    std::vector<float> x(d);
+    for (std::int64_t i = 0; i < d; ++i)
+        x[std::size_t(i)] = float(i % 32 == 5 ? 127 : (i * 37) % 201 - 100);
     for (const GgmlCase& c : {kTypes[3], kTypes[4]}) {
         CAPTURE(c.name);
-        const Model m(c.type, 1, 64, 32);  // ggml's reference rounding: blocks come back
-        const std::vector<BlockInfo> found = list_blocks(m.write());
+        const bool q8 = c.type == 8;
+        Model m(c.type, 1, d, f);
+        std::vector<std::vector<float>> values;  // gate, up, down as stored
+        for (int t = 0; t < 3; ++t) {
+            GgufTensorSpec& spec = m.tensors[std::size_t(2 + t)];
+            const std::int64_t rows = spec.ne[1], row = spec.ne[0];
+            std::string raw;
+            std::vector<float> v;
+            for (std::int64_t r = 0; r < rows; ++r)
+                for (std::int64_t b = 0; b < row / 32; ++b) {
+                    raw += std::string("\x00\x3c", 2);  // scale 1.0 in f16
+                    for (int i = 0; i < 32; ++i) {
+                        const int q =
+                            int((r * 13 + b * 7 + i * 5 + t) % (q8 ? 21 : 7)) - (q8 ? 10 : 3);
+                        v.push_back(float(q));
+                        if (q8) raw += static_cast<char>(q);
+                    }
+                    if (!q8)  // byte j: value j low nibble, j + 16 high; q + 8 stored
+                        for (int j = 0; j < 16; ++j) {
+                            const auto lo = std::uint8_t(v[v.size() - 32 + j] + 8),
+                                       hi = std::uint8_t(v[v.size() - 16 + j] + 8);
+                            raw += static_cast<char>(lo | (hi << 4));
+                        }
+                }
+            spec.raw = raw;
+            values.push_back(v);
+        }
+        const std::string path = m.write();
+        const std::vector<BlockInfo> found = list_blocks(path);
         REQUIRE(found.size() == 1);
-        const std::string dtype = c.type == 8 ? "q8_0" : "q4_0";
-        CHECK(found[0].import_note ==
-              "--dtype " + dtype + " keeps all 192 " + c.name + " blocks bit for bit");
+        CHECK(found[0].import_note == std::string("--dtype ") + (q8 ? "q8_0" : "q4_0") +
+                                          " runs the file's 192 " + c.name +
+                                          " blocks as stored; other --dtype values start from "
+                                          "their exact values");
+        const LoadedWeights w = load_weights(path);
+        CHECK(w.gate == values[0]);
+        const Ffn ffn = load_ffn(path, {}, Options{1, q8 ? Dtype::q8_0 : Dtype::q4_0});
+        std::vector<float> y(static_cast<std::size_t>(d));
+        Trace trace;
+        ffn.forward_traced(x.data(), y.data(), 1, trace);
+        for (std::int64_t j = 0; j < f; ++j) {
+            double gate = 0, up = 0;
+            for (std::int64_t i = 0; i < d; ++i) {
+                gate += double(x[std::size_t(i)]) * values[0][std::size_t(j * d + i)];
+                up += double(x[std::size_t(i)]) * values[1][std::size_t(j * d + i)];
+            }
+            CHECK(trace.gate[std::size_t(j)] == gate);
+            CHECK(trace.up[std::size_t(j)] == up);
+        }
     }
-    // Q8_0 blocks whose largest |q| is 10, not 127: not ggml's rounding.
-    Model m(8, 1, 32, 32);
-    std::string raw;
-    for (int b = 0; b < 32; ++b) {
-        raw += std::string("\x00\x3c", 2);  // scale 1.0 in f16
-        for (int i = 0; i < 32; ++i) raw += static_cast<char>((i * 7 + b) % 21 - 10);
-    }
-    m.tensors[2].raw = raw;
-    const std::string path = m.write();
-    const std::vector<BlockInfo> found = list_blocks(path);
-    REQUIRE(found.size() == 1);
-    CHECK(found[0].import_note ==
-          "32 of 96 Q8_0 blocks were not made by ggml's reference rounding: --dtype q8_0 "
-          "quantises their exact values again, so those blocks differ from the file's");
-    // The values themselves load exactly: q * 1.0.
-    const LoadedWeights w = load_weights(path);
-    CHECK(w.gate[0] == -10.0f);
-    CHECK(w.gate[33] == float((1 * 7 + 1) % 21 - 10));
 }
 
+// ggml-made blocks come back from quantising their values again, so the
+// f32 copy and the blocks as stored give the same bits.
 TEST_CASE("blocks pack straight from the file: the same bits as from an f32 copy") {
     const std::vector<float> x = random_input(3, 64, 4);
     for (const GgmlCase& c : kTypes) {

@@ -33,9 +33,8 @@ struct SWIGLU_API BlockInfo {
     std::string source_dtype;  // "F32", "BF16", "F16" or "mixed (...)"
     std::int64_t d = 0, f = 0;
     std::string problem;  // why it would not load (shapes, dtype), or ""
-    // For GGUF Q8_0 / Q4_0 weights: whether --dtype q8_0 / q4_0 packs the
-    // file's blocks bit for bit (they are decoded exactly, then quantised
-    // again by ggml's reference rounding), or how many differ; else "".
+    // For GGUF Q8_0 / Q4_0 weights (all three in one format): that --dtype
+    // q8_0 / q4_0 runs the file's blocks as stored; else "".
     std::string import_note;
 };
 

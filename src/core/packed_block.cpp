@@ -184,30 +184,28 @@ void PackedBlock::pack(const WeightSource& gate_w, const WeightSource& up_w,
     arena = WeightArena(total);
     std::size_t offset = 0;
     std::vector<float> plain;
-    auto pack_tile = [&](PhaseId id, Phase& p, std::int64_t j) {
-        const std::int64_t n = p.outputs(j);
+    // Tile j of phase p: its columns are [c0, c0 + w) of each source in turn.
+    auto pack_tile = [&](PhaseId id, Phase& p, std::int64_t j, const WeightSource* const* sources,
+                         int count) {
+        const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j), n = p.outputs(j);
         p.tiles.emplace_back(tile_desc(p, j, *precision), cpu_engine(), arena.data() + offset);
         p.tile_data.push_back(arena.data() + offset);
         offset += tile_bytes(p, j, *precision);
-        precision->pack_tile(id, plain.data(), p.k, n, p.outputs_per_column * p.columns.begin(j),
-                             p.tiles.back());
+        if (!precision->pack_stored_tile(sources, count, c0, w, p.k, p.tiles.back())) {
+            plain.assign(static_cast<std::size_t>(p.k * n), 0.0f);
+            for (int s = 0; s < count; ++s)
+                read_columns(*sources[s], c0, w, plain.data(), n, s * w);
+            precision->pack_tile(id, plain.data(), p.k, n, p.outputs_per_column * c0,
+                                 p.tiles.back());
+        }
+        for (int s = 0; s < count; ++s) release_columns(*sources[s], c0, w);
     };
-    for (std::int64_t j = 0; j < gate_up.columns.count; ++j) {
-        const std::int64_t c0 = gate_up.columns.begin(j), w = gate_up.columns.size(j);
-        plain.assign(static_cast<std::size_t>(d * 2 * w), 0.0f);
-        read_columns(gate_w, c0, w, plain.data(), 2 * w, 0);
-        read_columns(up_w, c0, w, plain.data(), 2 * w, w);
-        pack_tile(PhaseId::gate_up, gate_up, j);
-        release_columns(gate_w, c0, w);
-        release_columns(up_w, c0, w);
-    }
-    for (std::int64_t j = 0; j < down.columns.count; ++j) {
-        const std::int64_t c0 = down.columns.begin(j), w = down.columns.size(j);
-        plain.assign(static_cast<std::size_t>(f * w), 0.0f);
-        read_columns(down_w, c0, w, plain.data(), w, 0);
-        pack_tile(PhaseId::down, down, j);
-        release_columns(down_w, c0, w);
-    }
+    const WeightSource* gate_and_up[2] = {&gate_w, &up_w};
+    const WeightSource* down_only[1] = {&down_w};
+    for (std::int64_t j = 0; j < gate_up.columns.count; ++j)
+        pack_tile(PhaseId::gate_up, gate_up, j, gate_and_up, 2);
+    for (std::int64_t j = 0; j < down.columns.count; ++j)
+        pack_tile(PhaseId::down, down, j, down_only, 1);
 }
 
 void PackedBlock::describe() {

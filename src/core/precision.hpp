@@ -30,6 +30,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "core/tiling.hpp"
+#include "core/weight_source.hpp"
 #include "onednn/matmul.hpp"
 
 namespace swiglu::detail {
@@ -82,6 +83,16 @@ public:
     // tile's first output channel in the matmul's output order.
     virtual void pack_tile(PhaseId phase, float* plain, std::int64_t k, std::int64_t n,
                            std::int64_t first_output, const dnnl::memory& to);
+    // Packs one column tile straight from the weights as stored, where the
+    // mode can hold them without loss (q8_0 / q4_0 from GGUF blocks of the
+    // same format): the tile's columns are rows [c0, c0 + width) of each
+    // source in turn ([gate | up], or down). False: not possible here, the
+    // caller decodes to f32 and calls pack_tile.
+    virtual bool pack_stored_tile(const WeightSource* const* sources, int count, std::int64_t c0,
+                                  std::int64_t width, std::int64_t k, const dnnl::memory& to) {
+        (void)sources, (void)count, (void)c0, (void)width, (void)k, (void)to;
+        return false;
+    }
     // Appended to the oneDNN implementation names (Implementation::matmul).
     virtual std::string note() const { return {}; }
 

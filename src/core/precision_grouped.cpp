@@ -65,6 +65,35 @@ public:
                    const dnnl::memory& to) override {
         pack_grouped_tile(format_, plain, k, n, static_cast<std::uint8_t*>(to.get_data_handle()));
     }
+    // GGUF blocks of this format are placed as the file stores them: no
+    // decoding, no quantising again (which would change blocks that ggml's
+    // reference rounding did not make, e.g. with an importance matrix).
+    bool pack_stored_tile(const WeightSource* const* sources, int count, std::int64_t c0,
+                          std::int64_t width, std::int64_t k, const dnnl::memory& to) override {
+        const SourceType want =
+            format_ == GroupedFormat::q8_0 ? SourceType::q8_0 : SourceType::q4_0;
+        for (int s = 0; s < count; ++s)
+            if (sources[s]->type != want || sources[s]->layout != Layout::out_in) return false;
+        auto* tile = static_cast<std::uint8_t*>(to.get_data_handle());
+        std::memset(tile, 0, grouped_tile_bytes(format_, k, count * width));
+        const std::size_t nb = ggml_blocks(static_cast<std::size_t>(k));
+        std::vector<BlockQ8_0> q8(format_ == GroupedFormat::q8_0 ? nb : 0);
+        std::vector<BlockQ4_0> q4(format_ == GroupedFormat::q4_0 ? nb : 0);
+        for (int s = 0; s < count; ++s)
+            for (std::int64_t j = 0; j < width; ++j) {
+                // Copied out: the file's blocks need not be aligned.
+                const unsigned char* row = source_row(*sources[s], c0 + j);
+                const std::int64_t column = s * width + j;
+                if (format_ == GroupedFormat::q8_0) {
+                    std::memcpy(q8.data(), row, nb * sizeof(BlockQ8_0));
+                    place_column(q8.data(), k, column, tile);
+                } else {
+                    std::memcpy(q4.data(), row, nb * sizeof(BlockQ4_0));
+                    place_column(q4.data(), k, column, tile);
+                }
+            }
+        return true;
+    }
     std::string note() const override {
         std::string s = std::string(dtype_name(dtype())) + ":" + isa_name(grouped_kernels_isa());
         if (prefill_)

@@ -14,11 +14,6 @@ namespace swiglu::detail {
 
 namespace {
 
-const unsigned char* row_at(const WeightSource& w, std::int64_t row) {
-    return static_cast<const unsigned char*>(w.data) +
-           std::size_t(row) * source_row_bytes(w.type, w.cols);
-}
-
 // Room to decode a whole row of blocks.
 struct Scratch {
     std::vector<float> values;
@@ -72,12 +67,17 @@ std::size_t source_row_bytes(SourceType type, std::int64_t n) {
     return 0;
 }
 
+const unsigned char* source_row(const WeightSource& w, std::int64_t row) {
+    return static_cast<const unsigned char*>(w.data) +
+           std::size_t(row) * source_row_bytes(w.type, w.cols);
+}
+
 void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, float* plain,
                   std::int64_t ld, std::int64_t offset) {
     Scratch scratch;
     if (w.layout == Layout::in_out) {  // rows are inputs: a range of each
         for (std::int64_t i = 0; i < w.rows; ++i)
-            decode_row(w, row_at(w, i), w.cols, c0, width, plain + i * ld + offset, scratch);
+            decode_row(w, source_row(w, i), w.cols, c0, width, plain + i * ld + offset, scratch);
         return;
     }
     // Rows are output columns: decode a few whole rows, then write them out
@@ -88,7 +88,7 @@ void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, fl
     for (std::int64_t j0 = 0; j0 < width; j0 += kRows) {
         const std::int64_t n = std::min(kRows, width - j0);
         for (std::int64_t j = 0; j < n; ++j)
-            decode_row(w, row_at(w, c0 + j0 + j), in, 0, in, rows.data() + j * in, scratch);
+            decode_row(w, source_row(w, c0 + j0 + j), in, 0, in, rows.data() + j * in, scratch);
         for (std::int64_t i = 0; i < in; ++i) {
             float* to = plain + i * ld + offset + j0;
             for (std::int64_t j = 0; j < n; ++j) to[j] = rows[std::size_t(j * in + i)];
@@ -99,8 +99,8 @@ void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, fl
 void release_columns(const WeightSource& w, std::int64_t c0, std::int64_t width) noexcept {
     if (!w.drop_pages || w.layout != Layout::out_in) return;
     const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
-    const auto begin = reinterpret_cast<std::uintptr_t>(row_at(w, c0));
-    const auto end = reinterpret_cast<std::uintptr_t>(row_at(w, c0 + width));
+    const auto begin = reinterpret_cast<std::uintptr_t>(source_row(w, c0));
+    const auto end = reinterpret_cast<std::uintptr_t>(source_row(w, c0 + width));
     const std::uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
     // Only whole pages inside the range: a neighbour's rows stay. A failure
     // only means the pages stay resident.

@@ -32,6 +32,8 @@ struct WeightSource {
 
 // Bytes of one stored row of `n` values (block types: n a multiple of 32).
 std::size_t source_row_bytes(SourceType type, std::int64_t n);
+// Where stored row `row` starts.
+const unsigned char* source_row(const WeightSource& w, std::int64_t row);
 
 // Columns [c0, c0 + width) of x @ W, as f32: plain[i * ld + offset + j] =
 // W(i, c0 + j) for every input i, whatever the layout and type (values

@@ -307,28 +307,25 @@ std::string dtype_summary(const Checked& c) {
     return "mixed (gate " + g + ", up " + u + ", down " + d + ")";
 }
 
-// For quantised weights (GGUF Q8_0, Q4_0): what --dtype of the same format
-// keeps of the file's blocks.
+// For quantised weights (GGUF Q8_0, Q4_0): the --dtype that runs the
+// file's blocks as stored (packed unchanged, core/precision_grouped.cpp).
 std::string import_note(const Checked& c) {
-    detail::Requantized total;
+    std::int64_t blocks = 0;
     std::string format;
     for (const auto* t : {&c.gate, &c.up, &c.down}) {
         if (!*t) continue;
-        const detail::Requantized r = detail::requantized_blocks(**t);
-        if (r.blocks == 0) continue;
+        const detail::StoredType type = (*t)->type;
+        if (type != detail::StoredType::q8_0 && type != detail::StoredType::q4_0) continue;
+        if (!format.empty() && format != (*t)->type_name) return "";  // mixed formats
         format = (*t)->type_name;
-        total.differ += r.differ;
-        total.blocks += r.blocks;
+        blocks += (*t)->shape[0] * ((*t)->shape[1] / 32);
     }
-    if (total.blocks == 0) return "";
+    if (format.empty() || (c.up && c.gate->type != c.up->type) || c.gate->type != c.down->type)
+        return "";
     std::string dtype = format;
     for (char& ch : dtype) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-    if (total.differ == 0)
-        return "--dtype " + dtype + " keeps all " + std::to_string(total.blocks) + " " + format +
-               " blocks bit for bit";
-    return std::to_string(total.differ) + " of " + std::to_string(total.blocks) + " " + format +
-           " blocks were not made by ggml's reference rounding: --dtype " + dtype +
-           " quantises their exact values again, so those blocks differ from the file's";
+    return "--dtype " + dtype + " runs the file's " + std::to_string(blocks) + " " + format +
+           " blocks as stored; other --dtype values start from their exact values";
 }
 
 // What LoadedWeights and BlockInfo share.

@@ -25,35 +25,7 @@ void decode_blocks(const unsigned char* data, std::int64_t rows, std::int64_t ro
     }
 }
 
-template <class Block, class Decode, class Encode>
-Requantized requantize(const StoredTensor& t, Decode decode, Encode encode) {
-    Requantized r;
-    const auto n = static_cast<std::size_t>(t.shape.back());
-    std::vector<Block> row(ggml_blocks(n)), again(row.size());
-    std::vector<float> values(n);
-    const std::size_t row_bytes = row.size() * sizeof(Block);
-    const std::uint64_t rows = row_bytes ? t.bytes / row_bytes : 0;
-    for (std::uint64_t i = 0; i < rows; ++i) {
-        std::memcpy(row.data(), t.data + i * row_bytes, row_bytes);
-        decode(row.data(), n, values.data());
-        encode(values.data(), n, again.data());
-        for (std::size_t b = 0; b < row.size(); ++b)
-            r.differ += std::memcmp(&row[b], &again[b], sizeof(Block)) != 0;
-        r.blocks += static_cast<std::int64_t>(row.size());
-    }
-    return r;
-}
-
 }  // namespace
-
-Requantized requantized_blocks(const StoredTensor& t) {
-    if (t.shape.empty()) return {};
-    if (t.type == StoredType::q8_0)
-        return requantize<BlockQ8_0>(t, dequantize_row_q8_0, quantize_row_q8_0);
-    if (t.type == StoredType::q4_0)
-        return requantize<BlockQ4_0>(t, dequantize_row_q4_0, quantize_row_q4_0);
-    return {};
-}
 
 std::vector<float> decode_to_f32(const StoredTensor& t, const std::string& label) {
     if (!readable(t.type))

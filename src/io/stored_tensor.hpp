@@ -32,14 +32,4 @@ inline bool readable(StoredType type) { return type != StoredType::other; }
 // file in the error for a type the loader does not read (Status::unsupported).
 std::vector<float> decode_to_f32(const StoredTensor& tensor, const std::string& label);
 
-// For a Q8_0 or Q4_0 tensor: how many of its blocks, decoded and quantised
-// again by ggml's reference rounding (what --dtype q8_0 / q4_0 packs), give
-// other bytes than the file's ({0, 0} for other types). ggml's reference
-// quantiser makes blocks that come back bit for bit; other quantisers
-// (e.g. with an importance matrix) may not.
-struct Requantized {
-    std::int64_t differ = 0, blocks = 0;
-};
-Requantized requantized_blocks(const StoredTensor& tensor);
-
 }  // namespace swiglu::detail

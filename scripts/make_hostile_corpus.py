@@ -394,6 +394,13 @@ def gguf_files():
     bad["shapes_disagree"] = gguf_file([(n, [F, D] if "up" in n else ne, 0, raw)
                                         for n, ne, _, raw in gguf_block(f32_bytes, 0, d=D, f=F)])
     bad["no_block"] = gguf_file([("token_embd.weight", [D, 2], 0, f32_bytes(ramp(2 * D)))])
+    # Mixture-of-Experts tensors (ffn_*_exps: ne = [in, out, experts]) whose
+    # expert counts disagree, and one that is 2-D.
+    exps = lambda role, ne, n: ("blk.0.ffn_%s_exps.weight" % role, ne, 0, f32_bytes(ramp(n)))
+    bad["experts_disagree"] = gguf_file([exps("gate", [D, F, 2], D * F * 2), exps("up", [D, F, 3], D * F * 3),
+                                         exps("down", [F, D, 2], D * F * 2)])
+    bad["experts_not_3d"] = gguf_file([exps("gate", [D, F], D * F), exps("up", [D, F], D * F),
+                                       exps("down", [F, D], D * F)])
     files.update({"gguf_%s.gguf" % k: v for k, v in bad.items()})
     files["seed_q8_0_d32.gguf"] = gguf_file(gguf_block(q8_0_bytes, 8))
     return files

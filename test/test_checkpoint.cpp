@@ -233,7 +233,9 @@ TEST_CASE("errors: no block at all lists the tensors present, first 20") {
         "\"out_proj.weight\"); cyberslm without .weight (missing \"gate_proj\", \"val_proj\", "
         "\"out_proj\"); glassllm (missing \"W1\", \"W3\", \"W2\"); meta (missing "
         "\"w1.weight\", \"w3.weight\", \"w2.weight\"); gguf (missing \"ffn_gate.weight\", "
-        "\"ffn_up.weight\", \"ffn_down.weight\"). tensors present (25): \"t0\" [1] F32");
+        "\"ffn_up.weight\", \"ffn_down.weight\"); gguf-expert (missing "
+        "\"ffn_gate_exps.weight\", \"ffn_up_exps.weight\", \"ffn_down_exps.weight\"). tensors "
+        "present (25): \"t0\" [1] F32");
     const std::string message = load_error(path);
     CHECK(contains(message, "\"t19\" [1] F32, ..."));
     CHECK(!contains(message, "\"t20\""));

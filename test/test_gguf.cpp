@@ -206,6 +206,65 @@ TEST_CASE("blocks pack straight from the file: the same bits as from an f32 copy
     }
 }
 
+TEST_CASE("Mixture-of-Experts layers: ffn_*_exps stack the experts, one block each") {
+    const std::int64_t d = 32, f = 64, experts = 3;
+    for (const GgmlCase& c : {kTypes[0], kTypes[3]}) {
+        CAPTURE(c.name);
+        std::vector<RandomBlock> blocks;
+        std::vector<float> gate, up, down;  // (E, out, in), expert after expert
+        for (std::int64_t e = 0; e < experts; ++e) {
+            blocks.emplace_back(d, f, Layout::out_in, unsigned(120 + e));
+            gate.insert(gate.end(), blocks.back().gate.begin(), blocks.back().gate.end());
+            up.insert(up.end(), blocks.back().up.begin(), blocks.back().up.end());
+            down.insert(down.end(), blocks.back().down.begin(), blocks.back().down.end());
+        }
+        const std::vector<GgufTensorSpec> tensors = {
+            {"blk.0.ffn_gate_inp.weight",
+             0,
+             {d, experts},
+             std::vector<float>(std::size_t(d * experts), 1),
+             ""},
+            {"blk.0.ffn_gate_exps.weight", c.type, {d, f, experts}, gate, ""},
+            {"blk.0.ffn_up_exps.weight", c.type, {d, f, experts}, up, ""},
+            {"blk.0.ffn_down_exps.weight", c.type, {f, d, experts}, down, ""},
+        };
+        const std::string path = temp_dir() + "/moe.gguf";
+        write_file(path, gguf_bytes(tensors));
+        const std::vector<BlockInfo> found = list_blocks(path);
+        REQUIRE(found.size() == std::size_t(experts));
+        for (std::int64_t e = 0; e < experts; ++e) {
+            CHECK(found[std::size_t(e)].scheme == "gguf-expert");
+            CHECK(found[std::size_t(e)].layer == 0);
+            CHECK(found[std::size_t(e)].expert == e);
+            CHECK(found[std::size_t(e)].d == d);
+            CHECK(found[std::size_t(e)].f == f);
+        }
+        const WeightSelector selector{0, "", 2};
+        const LoadedWeights w = load_weights(path, selector);
+        CHECK(w.expert == 2);
+        CHECK(w.gate == stored_values(c.type, blocks[2].gate, d));
+        CHECK(w.down == stored_values(c.type, blocks[2].down, f));
+        check_forward(w, blocks[2], path, selector);
+        CHECK_LOAD_FAILS(path, WeightSelector{},
+                         "layer 0 holds 3 experts (\"blk.{N}.ffn_*_exps\" with E = 0, 1, 2): "
+                         "choose one with the expert selector (--expert E)");
+        CHECK_LOAD_FAILS(path, (WeightSelector{0, "", 3}),
+                         "no SwiGLU block found in layer 0 with expert 3");
+        CHECK_LOAD_FAILS(path, (WeightSelector{-1, "blk.0.", -1}),
+                         "\"blk.0.\" holds a layer's experts stacked");
+    }
+    // Expert counts that disagree.
+    const std::vector<GgufTensorSpec> bad = {
+        {"blk.0.ffn_gate_exps.weight", 0, {4, 8, 2}, std::vector<float>(64, 1), ""},
+        {"blk.0.ffn_up_exps.weight", 0, {4, 8, 3}, std::vector<float>(96, 1), ""},
+        {"blk.0.ffn_down_exps.weight", 0, {8, 4, 2}, std::vector<float>(64, 1), ""},
+    };
+    const std::string path = temp_dir() + "/moe_bad.gguf";
+    write_file(path, gguf_bytes(bad));
+    CHECK_LOAD_FAILS(path, (WeightSelector{0, "", 1}),
+                     "up \"blk.0.ffn_up_exps.weight\" [3, 8, 4] holds 3 experts, the gate 2");
+}
+
 TEST_CASE("version 2, another alignment, odd widths in F32") {
     Model m(0, 1, 7, 13);
     m.metadata.u32("general.alignment", 64);

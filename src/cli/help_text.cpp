@@ -44,6 +44,8 @@ const char* const run_description =
     "                                 mixtral-expert (...block_sparse_moe.experts.E.)\n"
     "  ffn_{gate,up,down}.weight      gguf (blk.N.: llama.cpp's GGUF files; F32, F16,\n"
     "                                 BF16, Q8_0 and Q4_0 decoded exactly)\n"
+    "  ffn_{gate,up,down}_exps.weight gguf-expert: a GGUF layer's experts stacked\n"
+    "                                 (E, out, in); one block per expert\n"
     "All but glassllm are stored (out, in), as nn.Linear keeps them. A block's layer\n"
     "is the number after layers., blocks. or blk. in its prefix, its expert the one\n"
     "after experts. With several blocks, choose one with --layer N (and --expert E\n"

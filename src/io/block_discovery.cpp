@@ -64,6 +64,9 @@ const std::vector<Family>& block_families() {
         // llama.cpp's GGUF names (blk.N.): its shapes read (out, in) once
         // GGUF's ne is reversed, as the loader does.
         {"gguf", "gguf", "ffn_gate.weight", "ffn_up.weight", "ffn_down.weight", Layout::out_in},
+        // Its Mixture-of-Experts layers: every expert in one 3-D tensor each.
+        {"gguf-expert", "gguf-expert", "ffn_gate_exps.weight", "ffn_up_exps.weight",
+         "ffn_down_exps.weight", Layout::out_in, true},
     };
     return families;
 }
@@ -166,6 +169,7 @@ Discovery discover_blocks(const std::vector<std::string_view>& names) {
             b.scheme = scheme_at(f, prefix);
             b.layer = layer_of(prefix);
             b.expert = expert_of(prefix);
+            b.stacked = f.stacked;
             b.gate = prefix + f.gate;
             if (f.up) b.up = prefix + f.up;
             b.down = prefix + f.down;

@@ -13,6 +13,7 @@
 //   W1, W3, W2                          (in, out)  glassllm (gate, up, down)
 //   w1.weight, w3.weight, w2.weight     (out, in)  meta, mixtral-expert (gate, up, down)
 //   ffn_{gate,up,down}.weight           (out, in)  gguf (llama.cpp: blk.N.; ne reversed)
+//   ffn_{gate,up,down}_exps.weight   (E, out, in)  gguf-expert: a layer's experts stacked
 // The layer of a block is the number after a "layers", "blocks" or "blk"
 // component of P (model.layers.3.mlp., layers.3.feed_forward.,
 // blocks.3.ffn.); its expert the number after "experts"
@@ -36,6 +37,9 @@ struct Family {
     const char* up;  // nullptr: up is the second half of `gate` (merged gate_up)
     const char* down;
     Layout layout;
+    // The three tensors stack every expert of a layer: (E, out, in), one
+    // block per expert (GGUF's ffn_*_exps).
+    bool stacked = false;
 };
 
 // The families above, in priority order.
@@ -47,6 +51,9 @@ struct FoundBlock {
     std::string scheme;  // the family's, refined by where it sits (hf-llama, *-expert, bare)
     std::int64_t layer = -1, expert = -1;
     std::string gate, up, down;  // full tensor names; up empty for a merged gate_up
+    // A stacked family's block: `expert` is its slice once the tensors'
+    // shapes are known (-1 until then).
+    bool stacked = false;
 };
 
 // A family that a prefix completes only in part (at least one of its role

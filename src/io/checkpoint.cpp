@@ -101,7 +101,8 @@ std::set<std::int64_t> layers_of(const std::vector<const FoundBlock*>& blocks) {
 std::string common_pattern(const std::vector<const FoundBlock*>& blocks) {
     std::string pattern;
     for (const FoundBlock* b : blocks) {
-        const std::string p = detail::prefix_pattern(b->prefix);
+        // Stacked experts share their prefix: name their tensors instead.
+        const std::string p = detail::prefix_pattern(b->prefix) + (b->stacked ? "ffn_*_exps." : "");
         if (!pattern.empty() && p != pattern) return "";
         pattern = p;
     }
@@ -131,7 +132,11 @@ std::string selection_text(const WeightSelector& s) {
         else
             others.push_back(quote_name(b->prefix));
     }
-    const std::string where = selector.layer >= 0 ? "layer " + std::to_string(selector.layer) : "";
+    // "layer N holds ...": the layer asked for, or the only one there is.
+    const std::string where = selector.layer >= 0 ? "layer " + std::to_string(selector.layer)
+                              : all_layered && layers.size() == 1
+                                  ? "layer " + std::to_string(*layers.begin())
+                                  : "";
     if (all_layered && layers.size() > 1) {
         const std::string pattern = common_pattern(blocks);
         fail(file,
@@ -167,6 +172,10 @@ FoundBlock block_at(const CheckpointFiles& file, const std::string& prefix,
         for (const char* role : {f.gate, f.up, f.down})
             complete = complete && (!role || file.has(prefix + role));
         if (!complete) continue;
+        if (f.stacked)
+            fail(file, quote_name(prefix) + " holds a layer's experts stacked (" + f.gate +
+                           " ...): choose one with the layer and expert selectors (--layer N "
+                           "--expert E)");
         FoundBlock b;
         b.prefix = prefix;
         b.family = &f;
@@ -185,6 +194,31 @@ FoundBlock block_at(const CheckpointFiles& file, const std::string& prefix,
                    file.tensors_text());
 }
 
+// The most experts a stacked tensor may hold: more is a hostile shape, not
+// a model (the largest have a few hundred).
+constexpr std::int64_t kMaxStackedExperts = 1 << 16;
+
+// A stacked block (GGUF's ffn_*_exps) as one block per expert, once its
+// gate's shape (E, out, in) says how many; left whole when it has no such
+// shape (check_block then says what is wrong).
+std::vector<FoundBlock> expand_stacked(const CheckpointFiles& file,
+                                       std::vector<FoundBlock> blocks) {
+    std::vector<FoundBlock> out;
+    for (FoundBlock& b : blocks) {
+        const std::optional<StoredTensor> gate = b.stacked ? file.find(b.gate) : std::nullopt;
+        if (!gate || gate->shape.size() != 3 || gate->shape[0] < 1 ||
+            gate->shape[0] > kMaxStackedExperts) {
+            out.push_back(std::move(b));
+            continue;
+        }
+        for (std::int64_t e = 0; e < gate->shape[0]; ++e) {
+            out.push_back(b);
+            out.back().expert = e;
+        }
+    }
+    return out;
+}
+
 FoundBlock select_block(const CheckpointFiles& file, const WeightSelector& selector) {
     if (!selector.prefix.empty() && selector.layer >= 0)
         fail(file, "give a layer (" + std::to_string(selector.layer) + ") or a prefix (" +
@@ -192,8 +226,9 @@ FoundBlock select_block(const CheckpointFiles& file, const WeightSelector& selec
     if (!selector.prefix.empty() && selector.expert >= 0)
         fail(file, "give an expert (" + std::to_string(selector.expert) + ") or a prefix (" +
                        quote_name(selector.prefix) + "), not both");
-    const detail::Discovery found = detail::discover_blocks(file.names());
+    detail::Discovery found = detail::discover_blocks(file.names());
     if (!selector.prefix.empty()) return block_at(file, selector.prefix, found.blocks);
+    found.blocks = expand_stacked(file, std::move(found.blocks));
 
     std::vector<const FoundBlock*> chosen;
     for (const FoundBlock& b : found.blocks)
@@ -263,9 +298,38 @@ struct Checked {
 };
 
 // Maps the shards that hold the block (only those, in a sharded checkpoint).
+// Expert `e` of a stacked (E, out, in) tensor, as a 2-D one.
+StoredTensor expert_slice(const CheckpointFiles& file, const StoredTensor& t, const char* role,
+                          std::int64_t e) {
+    if (t.shape.size() != 3)
+        fail(file, role_text(t, role) + " must be 3-D (experts, out, in), found shape " +
+                       shape_text(t.shape));
+    if (e < 0 || e >= t.shape[0])
+        fail(file, role_text(t, role) + " " + shape_text(t.shape) + " holds " +
+                       std::to_string(t.shape[0]) + " experts; there is no expert " +
+                       std::to_string(e));
+    StoredTensor s = t;
+    s.shape = {t.shape[1], t.shape[2]};
+    if (t.data) {
+        s.bytes = std::uint64_t(t.shape[1]) * detail::stored_row_bytes(t.type, t.shape[2]);
+        s.data = t.data + std::uint64_t(e) * s.bytes;
+    }
+    return s;
+}
+
 Checked check_block(const CheckpointFiles& file, const FoundBlock& b) {
     Checked c{file.find(b.gate), b.up.empty() ? std::nullopt : file.find(b.up), file.find(b.down),
               0, 0};
+    if (b.stacked) {
+        const std::int64_t experts = c.gate->shape.empty() ? 0 : c.gate->shape[0];
+        for (auto [t, role] : {std::pair{&c.gate, "gate"}, {&c.up, "up"}, {&c.down, "down"}}) {
+            if ((*t)->shape.size() == 3 && (*t)->shape[0] != experts)
+                fail(file, role_text(**t, role) + " " + shape_text((*t)->shape) + " holds " +
+                               std::to_string((*t)->shape[0]) + " experts, the gate " +
+                               std::to_string(experts));
+            *t = expert_slice(file, **t, role, b.expert);
+        }
+    }
     check_weight(file, *c.gate, c.up ? "gate" : "gate_up");
     if (c.up) check_weight(file, *c.up, "up");
     check_weight(file, *c.down, "down");
@@ -383,7 +447,7 @@ LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& se
 
 std::vector<BlockInfo> list_blocks(const CheckpointFiles& file) {
     std::vector<BlockInfo> out;
-    for (const FoundBlock& b : discover_blocks(file.names()).blocks) {
+    for (const FoundBlock& b : expand_stacked(file, discover_blocks(file.names()).blocks)) {
         BlockInfo info;
         info.prefix = b.prefix;
         info.scheme = b.scheme;

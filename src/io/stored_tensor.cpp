@@ -27,6 +27,19 @@ void decode_blocks(const unsigned char* data, std::int64_t rows, std::int64_t ro
 
 }  // namespace
 
+std::uint64_t stored_row_bytes(StoredType type, std::int64_t n) {
+    const auto values = static_cast<std::uint64_t>(n);
+    switch (type) {
+        case StoredType::f32: return values * 4;
+        case StoredType::f16:
+        case StoredType::bf16: return values * 2;
+        case StoredType::q8_0: return values / kGgmlBlock * sizeof(BlockQ8_0);
+        case StoredType::q4_0: return values / kGgmlBlock * sizeof(BlockQ4_0);
+        case StoredType::other: break;
+    }
+    return 0;
+}
+
 std::vector<float> decode_to_f32(const StoredTensor& t, const std::string& label) {
     if (!readable(t.type))
         throw Error(Status::unsupported, label + ": tensor " + quote_name(t.name) + " has type " +

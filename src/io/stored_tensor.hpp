@@ -24,6 +24,10 @@ struct StoredTensor {
     std::uint64_t bytes = 0;
 };
 
+// Bytes of one stored row of n values of a readable type (Q8_0 / Q4_0:
+// n a multiple of 32); 0 for `other`.
+std::uint64_t stored_row_bytes(StoredType type, std::int64_t n);
+
 // Whether the loader reads `type` (to f32, exactly).
 inline bool readable(StoredType type) { return type != StoredType::other; }
 

@@ -23,35 +23,23 @@
 #include "io/checkpoint_files.hpp"
 #include "io/checkpoint_loader.hpp"
 
+#include "fuzz_checks.hpp"
+
 namespace {
 
+using fuzz::broken;
+using fuzz::check_message;
+using fuzz::kLabel;
 using swiglu::Error;
 using swiglu::Status;
 using swiglu::detail::CheckpointFiles;
-
-const std::string kLabel = "<fuzz>";
-
-[[noreturn]] void broken(const char* what, const std::string& detail = "") {
-    std::fprintf(stderr, "invariant broken: %s %s\n", what, detail.c_str());
-    std::abort();
-}
-
-void check_message(const Error& e) {
-    const std::string m = e.what();
-    if (e.status() != Status::invalid_argument)
-        broken("unexpected status", std::to_string(static_cast<int>(e.status())) + ": " + m);
-    if (m.compare(0, kLabel.size() + 2, kLabel + ": ") != 0)
-        broken("message without the label:", m);
-    if (m.find('\n') != std::string::npos || m.find('\r') != std::string::npos)
-        broken("message of more than one line:", m);
-}
 
 void load(const CheckpointFiles& files, const swiglu::WeightSelector& selector) {
     try {
         swiglu::detail::load_weights(files, selector);
         broken("a block loaded from shards that do not exist");
     } catch (const Error& e) {
-        check_message(e);
+        check_message(e, false);
     }
 }
 
@@ -63,7 +51,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         files.emplace(CheckpointFiles::from_index(text, "/nonexistent-swiglu-fuzz", kLabel));
     } catch (const Error& e) {
-        check_message(e);
+        check_message(e, false);
         return 0;
     }
     std::string_view previous;
@@ -78,7 +66,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         for (const swiglu::BlockInfo& b : swiglu::detail::list_blocks(*files))
             if (b.problem.empty()) broken("a block listed as loadable without its shards");
     } catch (const Error& e) {
-        check_message(e);
+        check_message(e, false);
     }
     load(*files, {});
     load(*files, {0, "", -1});

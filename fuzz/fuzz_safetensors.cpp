@@ -22,30 +22,17 @@
 #include "io/checkpoint_loader.hpp"
 #include "io/safetensors.hpp"
 
+#include "fuzz_checks.hpp"
+
 namespace {
 
+using fuzz::broken;
+using fuzz::check_message;
+using fuzz::kLabel;
 using swiglu::Error;
 using swiglu::Status;
 using swiglu::detail::SafetensorsFile;
 using swiglu::detail::TensorInfo;
-
-const std::string kLabel = "<fuzz>";
-
-[[noreturn]] void broken(const char* what, const std::string& detail = "") {
-    std::fprintf(stderr, "invariant broken: %s %s\n", what, detail.c_str());
-    std::abort();
-}
-
-void check_message(const Error& e, bool unsupported_allowed) {
-    const std::string m = e.what();
-    if (e.status() != Status::invalid_argument &&
-        !(unsupported_allowed && e.status() == Status::unsupported))
-        broken("unexpected status", std::to_string(static_cast<int>(e.status())) + ": " + m);
-    if (m.compare(0, kLabel.size() + 2, kLabel + ": ") != 0)
-        broken("message without the label:", m);
-    if (m.find('\n') != std::string::npos || m.find('\r') != std::string::npos)
-        broken("message of more than one line:", m);
-}
 
 void check_file(const SafetensorsFile& file, const std::uint8_t* data, std::size_t size) {
     if (8 + file.header_length() + file.data_size() != size) broken("lengths do not add up");

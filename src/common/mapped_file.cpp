@@ -41,4 +41,17 @@ bool MappedFile::map() {
     return true;
 }
 
+WholeFile map_whole_file(const std::string& path) {
+    const auto mapped = std::make_shared<MappedFile>(path);
+    if (!mapped->is_regular()) invalid(path + ": not a regular file");
+    WholeFile file;
+    file.size = mapped->size();
+    if (file.size > 0) {  // mmap refuses length 0; the readers report the short file
+        if (!mapped->map()) invalid(path + ": cannot mmap: " + std::strerror(errno));
+        // The bytes keep the mapping alive, in every copy of the pointer.
+        file.bytes = std::shared_ptr<const unsigned char>(mapped, mapped->data());
+    }
+    return file;
+}
+
 }  // namespace swiglu::detail

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -48,5 +49,15 @@ private:
     std::size_t size_ = 0;
     const unsigned char* data_ = nullptr;
 };
+
+// A regular file mapped whole and read-only, for the checkpoint readers:
+// the bytes live as long as any copy of `bytes` (nullptr for an empty
+// file). Throws swiglu::Error as MappedFile does, and "PATH: not a regular
+// file" / "PATH: cannot mmap: REASON".
+struct WholeFile {
+    std::shared_ptr<const unsigned char> bytes;
+    std::size_t size = 0;
+};
+WholeFile map_whole_file(const std::string& path);
 
 }  // namespace swiglu::detail

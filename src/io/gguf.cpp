@@ -170,16 +170,12 @@ bool GgufFile::has_magic(std::string_view bytes) {
 }
 
 GgufFile GgufFile::open(const std::string& path) {
-    const auto mapped = std::make_shared<MappedFile>(path);
-    if (!mapped->is_regular()) invalid(path + ": not a regular file");
+    const WholeFile mapped = map_whole_file(path);
     GgufFile file;
     file.label_ = path;
-    file.size_ = mapped->size();
-    if (file.size_ > 0) {
-        if (!mapped->map()) invalid(path + ": cannot mmap: " + std::strerror(errno));
-        file.owner_ = std::shared_ptr<const unsigned char>(mapped, mapped->data());
-        file.bytes_ = file.owner_.get();
-    }
+    file.size_ = mapped.size;
+    file.owner_ = mapped.bytes;
+    file.bytes_ = file.owner_.get();
     file.parse();
     return file;
 }

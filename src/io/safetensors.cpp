@@ -320,18 +320,12 @@ std::string quote_name(std::string_view name) {
 }
 
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
-    const auto mapped = std::make_shared<MappedFile>(path);
-    if (!mapped->is_regular()) invalid(path + ": not a regular file");
-
+    const WholeFile mapped = map_whole_file(path);
     SafetensorsFile file;
     file.label_ = path;
-    file.size_ = mapped->size();
-    if (file.size_ > 0) {  // mmap refuses length 0; parse() reports the short file
-        if (!mapped->map()) invalid(path + ": cannot mmap: " + std::strerror(errno));
-        // The bytes keep the mapping alive, in this object and its copies.
-        file.owner_ = std::shared_ptr<const unsigned char>(mapped, mapped->data());
-        file.bytes_ = file.owner_.get();
-    }
+    file.size_ = mapped.size;
+    file.owner_ = mapped.bytes;  // keeps the mapping alive, in this object and its copies
+    file.bytes_ = file.owner_.get();
     // Note: if another process truncates the file while it is mapped, reads
     // past the new end fault (SIGBUS); mapping is still what big checkpoints need.
     file.parse();

@@ -194,23 +194,29 @@ FoundBlock block_at(const CheckpointFiles& file, const std::string& prefix,
                    file.tensors_text());
 }
 
-// The most experts a stacked tensor may hold: more is a hostile shape, not
-// a model (the largest have a few hundred).
+// The most experts a stacked tensor may hold, and blocks a file may expand
+// into: more is a hostile shape, not a model (the largest have a few
+// hundred experts per layer, a few tens of thousands in all).
 constexpr std::int64_t kMaxStackedExperts = 1 << 16;
+constexpr std::size_t kMaxBlocks = std::size_t{1} << 18;
 
 // A stacked block (GGUF's ffn_*_exps) as one block per expert, once its
 // gate's shape (E, out, in) says how many; left whole when it has no such
-// shape (check_block then says what is wrong).
+// shape or a type whose size was not checked against the file
+// (check_block then says what is wrong).
 std::vector<FoundBlock> expand_stacked(const CheckpointFiles& file,
                                        std::vector<FoundBlock> blocks) {
     std::vector<FoundBlock> out;
     for (FoundBlock& b : blocks) {
         const std::optional<StoredTensor> gate = b.stacked ? file.find(b.gate) : std::nullopt;
-        if (!gate || gate->shape.size() != 3 || gate->shape[0] < 1 ||
-            gate->shape[0] > kMaxStackedExperts) {
+        if (!gate || !detail::readable(gate->type) || gate->shape.size() != 3 ||
+            gate->shape[0] < 1 || gate->shape[0] > kMaxStackedExperts) {
             out.push_back(std::move(b));
             continue;
         }
+        if (out.size() + std::size_t(gate->shape[0]) > kMaxBlocks)
+            fail(file, "holds more than " + std::to_string(kMaxBlocks) +
+                           " blocks once its stacked experts are counted");
         for (std::int64_t e = 0; e < gate->shape[0]; ++e) {
             out.push_back(b);
             out.back().expert = e;

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs ./build system-wide (cmake --install, default prefix /usr/local)
 # and builds the two consumers of test/package against it as a user would:
-# no CMAKE_PREFIX_PATH, no PKG_CONFIG_PATH, no LD_LIBRARY_PATH. Meant for the
+# no CMAKE_PREFIX_PATH, no PKG_CONFIG_PATH, no LD_LIBRARY_PATH; then imports
+# the Python package with no PYTHONPATH. Meant for the
 # fresh Debian 12 stage of .ci/run (it writes to /usr/local).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -17,4 +18,9 @@ cc -std=c99 -Wall -Werror test/package/consumer.c -o "$work/consumer_c" $(pkg-co
 cmake -S test/package -B "$work/cpp" >/dev/null
 cmake --build "$work/cpp" -j"$(nproc)" >/dev/null
 "$work/cpp/consumer"
-echo "installed-package consumers: 2 passed, 0 failed"
+
+# Python: the package where Debian's python3 looks, no PYTHONPATH.
+(cd "$work" && /usr/bin/python3 -c 'import numpy as np, swiglu
+ffn = swiglu.Ffn([[-1.0, 0.0, 1.0]], [[2.0, 3.0, 4.0]], [[1.0], [1.0], [1.0]], layout="in_out")
+print("swiglu %s (python): y = %.6f" % (swiglu.version(), ffn(np.ones((1, 1), np.float32))[0, 0]))')
+echo "installed-package consumers: 3 passed, 0 failed"

@@ -14,10 +14,13 @@
 #   libcli11-dev                    the `swiglu` command's options
 #   doctest-dev libbenchmark-dev    the tests and swiglu_bench
 #   python3                         the hostile-input corpus generator (tests, fuzzers)
+#   python3-dev pybind11-dev        the Python module (src/python)
+#   python3-numpy python3-pytest    its tests (test/python)
 set -euo pipefail
 
 packages=(cmake make g++ gcc pkg-config libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
-          nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev python3 "$@")
+          nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev python3 python3-dev
+          pybind11-dev python3-numpy python3-pytest "$@")
 
 missing=()
 for p in "${packages[@]}"; do

@@ -41,6 +41,20 @@ find_package(Threads REQUIRED)
 find_package(nlohmann_json 3 CONFIG QUIET)
 swiglu_require(nlohmann_json_FOUND nlohmann-json3-dev "nlohmann JSON")
 
+# The Python module: Debian's interpreter (its numpy and pytest come from
+# apt; a pyenv or venv python found first on PATH would have neither), its
+# headers and pybind11.
+if(SWIGLU_BUILD_PYTHON)
+  if(NOT DEFINED Python_EXECUTABLE AND EXISTS /usr/bin/python3)
+    set(Python_EXECUTABLE /usr/bin/python3)
+  endif()
+  find_package(Python 3 COMPONENTS Interpreter Development.Module QUIET)
+  swiglu_require(Python_FOUND python3-dev "the Python 3 headers")
+  set(PYBIND11_FINDPYTHON ON)
+  find_package(pybind11 2.6 CONFIG QUIET)
+  swiglu_require(pybind11_FOUND pybind11-dev "pybind11")
+endif()
+
 # The `swiglu` command's argument parsing.
 find_package(CLI11 CONFIG QUIET)
 swiglu_require(CLI11_FOUND libcli11-dev "CLI11")

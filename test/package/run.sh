@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the build into a scratch prefix, then builds and runs two tiny
-# consumers against it: C through pkg-config, C++ through find_package.
+# Installs the build into a scratch prefix, then builds and runs three tiny
+# consumers against it: C through pkg-config, C++ through find_package, and
+# Python through PYTHONPATH.
 set -euo pipefail
 build=$1
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,4 +25,15 @@ LD_LIBRARY_PATH="$libdir" "$work/consumer_c"
 cmake -S "$here" -B "$work/cpp" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
 cmake --build "$work/cpp" -j2 >/dev/null
 LD_LIBRARY_PATH="$libdir" "$work/cpp/consumer"
-echo "package consumers: 2 passed, 0 failed"
+
+# Python: the installed package, found through PYTHONPATH alone.
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+site=$(dirname "$(find "$work/prefix" -path '*/dist-packages/swiglu' -type d | head -n1)")
+PYTHONPATH="$site" "$python" -c '
+import numpy as np, swiglu
+ffn = swiglu.Ffn([[-1.0, 0.0, 1.0]], [[2.0, 3.0, 4.0]], [[1.0], [1.0], [1.0]], layout="in_out")
+y = ffn(np.ones((1, 1), np.float32))
+assert abs(y[0, 0] - 2.386351) < 1e-5, y
+print("swiglu %s (python): y = %.6f" % (swiglu.version(), y[0, 0]))'
+echo "package consumers: 3 passed, 0 failed"

@@ -1,0 +1,188 @@
+"""The Python module against a numpy float64 reference: odd shapes, leading
+dimensions, both layouts, every precision this CPU runs, checkpoints, bad
+input (the documented exception, `out` untouched) and concurrent callers.
+Run by ctest (entry `python`) with PYTHONPATH=build/python."""
+
+import json
+import struct
+import threading
+
+import numpy as np
+import pytest
+
+import swiglu
+
+
+def silu(z):
+    return z / (1.0 + np.exp(-z))
+
+
+def reference(x, w_gate, w_up, w_down, layout="out_in"):
+    """float64 y for weights stored as `layout`."""
+    x = np.asarray(x, dtype=np.float64)
+    g, u, d = (np.asarray(w, dtype=np.float64) for w in (w_gate, w_up, w_down))
+    if layout == "out_in":
+        g, u, d = g.T, u.T, d.T
+    return (silu(x @ g) * (x @ u)) @ d
+
+
+def tolerance(d, f):
+    # The C++ suites' f32 bound (test/support/reference.hpp): each output is
+    # two dot products deep; 16 u (sqrt(d) + sqrt(f)) relative to max |y|.
+    return 16 * 2.0 ** -24 * (np.sqrt(d) + np.sqrt(f))
+
+
+def relative_error(y, ref):
+    scale = np.max(np.abs(ref))
+    return 0.0 if scale == 0 else float(np.max(np.abs(y - ref)) / scale)
+
+
+def random_block(d, f, layout="out_in", seed=0):
+    rng = np.random.default_rng(seed)
+    shapes = [(f, d), (f, d), (d, f)] if layout == "out_in" else [(d, f), (d, f), (f, d)]
+    return [(rng.uniform(-1, 1, s) / np.sqrt(s[1 if layout == "out_in" else 0])).astype(np.float32)
+            for s in shapes]
+
+
+def test_the_seeds_known_values():
+    # glassllm: W1 (gate), W3 (up), W2 (down) stored (in, out); d = 1, f = 3.
+    w1 = np.array([[-1.0, 0.0, 1.0]], np.float32)
+    w3 = np.array([[2.0, 3.0, 4.0]], np.float32)
+    w2 = np.ones((3, 1), np.float32)
+    ffn = swiglu.Ffn(w1, w3, w2, layout="in_out", threads=1)
+    x = np.ones((1, 1), np.float32)
+    trace = ffn.trace(x)
+    np.testing.assert_allclose(trace["ffn.gate"], [[-1, 0, 1]])
+    np.testing.assert_allclose(trace["ffn.act"], [[-0.537883, 0.0, 2.924234]], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(ffn(x), [[2.386351]], rtol=1e-6)
+    assert set(trace) == {"ffn.gate", "ffn.up", "ffn.act", "ffn.down"}
+
+
+@pytest.mark.parametrize("d,f", [(1, 1), (7, 13), (33, 7), (128, 341), (341, 33)])
+@pytest.mark.parametrize("layout", ["out_in", "in_out"])
+@pytest.mark.parametrize("lead", [(), (5,), (2, 3)])
+def test_matches_the_float64_reference(d, f, layout, lead):
+    w = random_block(d, f, layout, seed=d * 1000 + f)
+    ffn = swiglu.Ffn(*w, layout=layout, threads=2)
+    assert (ffn.d, ffn.f) == (d, f)
+    x = np.random.default_rng(f).uniform(-1, 1, lead + (d,)).astype(np.float32)
+    y = ffn(x)
+    assert y.shape == x.shape and y.dtype == np.float32
+    assert relative_error(y, reference(x, *w, layout=layout)) <= tolerance(d, f)
+
+
+def test_every_precision_runs_or_says_why():
+    d, f = 64, 96
+    w = random_block(d, f)
+    x = np.random.default_rng(1).uniform(-1, 1, (4, d)).astype(np.float32)
+    ref = reference(x, *w)
+    # The formats' errors relative to max |y| (README, "Precision").
+    bounds = {"f32": tolerance(d, f), "bf16": 3e-2, "int8": 5e-2, "q8_0": 5e-2, "q4_0": 2e-1}
+    for dtype, bound in bounds.items():
+        try:
+            ffn = swiglu.Ffn(*w, dtype=dtype, threads=1)
+        except swiglu.Error as e:
+            assert e.status == "unsupported", (dtype, e)
+            continue
+        assert ffn.implementation["dtype"] == dtype
+        assert relative_error(ffn(x), ref) <= bound, dtype
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        swiglu.Ffn(*w, dtype="fp8")
+    with pytest.raises(ValueError, match="layout must be"):
+        swiglu.Ffn(*w, layout="rows")
+
+
+def test_out_in_place_and_buffers_without_copy():
+    w = random_block(16, 24)
+    ffn = swiglu.Ffn(*w, threads=1)
+    x = np.random.default_rng(2).uniform(-1, 1, (3, 16)).astype(np.float32)
+    expected = ffn(x)
+    out = np.empty_like(x)
+    assert ffn.forward(x, out=out) is out
+    np.testing.assert_array_equal(out, expected)
+    same = x.copy()
+    ffn.forward(same, out=same)  # in place
+    np.testing.assert_array_equal(same, expected)
+    # The buffer protocol: a memoryview of float32 reads without a copy.
+    np.testing.assert_array_equal(ffn(memoryview(x)), expected)
+
+
+def test_bad_input_raises_and_leaves_out_untouched():
+    w = random_block(8, 12)
+    ffn = swiglu.Ffn(*w, threads=1)
+    x = np.ones((2, 8), np.float32)
+    out = np.full((2, 8), 7.0, np.float32)
+    cases = [
+        (TypeError, "float32", lambda: ffn.forward(x.astype(np.float64), out=out)),
+        (ValueError, r"shape \(\.\.\., 8\)", lambda: ffn.forward(np.ones((2, 9), np.float32), out=out)),
+        (ValueError, "C-contiguous", lambda: ffn.forward(np.ones((8, 2), np.float32).T, out=out)),
+        (TypeError, "out must be a float32", lambda: ffn.forward(x, out=out.astype(np.float64))),
+        (ValueError, "out must have x's shape", lambda: ffn.forward(x, out=np.empty((3, 8), np.float32))),
+        (TypeError, "buffer protocol", lambda: ffn.forward("not an array")),
+    ]
+    for kind, message, call in cases:
+        with pytest.raises(kind, match=message):
+            call()
+        assert np.all(out == 7.0)
+    # copy=True converts what it can.
+    np.testing.assert_allclose(ffn.forward(x.astype(np.float64).T.T, copy=True), ffn(x))
+    np.testing.assert_allclose(ffn.forward(np.ones((8, 2)).T, copy=True), ffn(x))
+    with pytest.raises(ValueError, match="must be 2-D"):
+        swiglu.Ffn(w[0].ravel(), w[1], w[2])
+    with pytest.raises(swiglu.Error) as e:
+        swiglu.Ffn(w[0], w[1][:5], w[2])
+    assert e.value.status == "invalid_argument" and "up" in str(e.value)
+
+
+def test_concurrent_callers_get_the_serial_bits():
+    w = random_block(256, 704)
+    ffn = swiglu.Ffn(*w, threads=2)
+    xs = [np.random.default_rng(i).uniform(-1, 1, (1 + i, 256)).astype(np.float32) for i in range(8)]
+    serial = [ffn(x) for x in xs]
+    results = [None] * len(xs)
+
+    def run(i):
+        for _ in range(20):
+            results[i] = ffn(xs[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, want in zip(results, serial):
+        np.testing.assert_array_equal(got, want)
+
+
+def write_safetensors(path, tensors):
+    """tensors: name -> float32 array, stored as F32."""
+    header, data, offset = {}, b"", 0
+    for name, a in tensors.items():
+        raw = np.ascontiguousarray(a, dtype="<f4").tobytes()
+        header[name] = {"dtype": "F32", "shape": list(a.shape), "data_offsets": [offset, offset + len(raw)]}
+        data += raw
+        offset += len(raw)
+    text = json.dumps(header).encode()
+    path.write_bytes(struct.pack("<Q", len(text)) + text + data)
+
+
+def test_load_a_checkpoint(tmp_path):
+    d, f = 12, 20
+    blocks = [random_block(d, f, seed=s) for s in range(2)]
+    tensors = {}
+    for layer, (g, u, dn) in enumerate(blocks):
+        p = "model.layers.%d.mlp." % layer
+        tensors.update({p + "gate_proj.weight": g, p + "up_proj.weight": u, p + "down_proj.weight": dn})
+    path = tmp_path / "model.safetensors"
+    write_safetensors(path, tensors)
+    x = np.random.default_rng(3).uniform(-1, 1, (4, d)).astype(np.float32)
+    for layer in (0, 1):
+        ffn = swiglu.load(path, layer=layer, threads=1)
+        np.testing.assert_array_equal(ffn(x), swiglu.Ffn(*blocks[layer], threads=1)(x))
+    ffn = swiglu.load(str(path), block="model.layers.1.mlp.", dtype="bf16")
+    assert ffn.implementation["dtype"] == "bf16"
+    with pytest.raises(swiglu.Error, match="holds 2 layers") as e:
+        swiglu.load(path)
+    assert e.value.status == "invalid_argument"
+    with pytest.raises(swiglu.Error, match="cannot open"):
+        swiglu.load(tmp_path / "missing.safetensors")

@@ -316,6 +316,7 @@ StoredTensor expert_slice(const CheckpointFiles& file, const StoredTensor& t, co
                        std::to_string(e));
     StoredTensor s = t;
     s.shape = {t.shape[1], t.shape[2]};
+    s.elements = t.shape[1] * t.shape[2];  // <= the checked product: there are e + 1 >= 1 experts
     if (t.data) {
         s.bytes = std::uint64_t(t.shape[1]) * detail::stored_row_bytes(t.type, t.shape[2]);
         s.data = t.data + std::uint64_t(e) * s.bytes;

@@ -51,6 +51,7 @@ StoredTensor stored(const SafetensorsFile& file, const TensorInfo& t) {
     s.name = t.name;
     s.type_name = dtype_name(t.dtype);
     s.shape = t.shape;
+    s.elements = t.elements;
     switch (t.dtype) {
         case TensorDtype::F32: s.type = StoredType::f32; break;
         case TensorDtype::F16: s.type = StoredType::f16; break;
@@ -67,6 +68,7 @@ StoredTensor stored(const GgufFile& file, const GgufTensor& t) {
     s.name = t.name;
     s.type_name = ggml_type_name(t.type);
     s.shape = t.shape;
+    s.elements = t.elements;
     switch (t.type) {
         case kGgmlF32: s.type = StoredType::f32; break;
         case kGgmlF16: s.type = StoredType::f16; break;

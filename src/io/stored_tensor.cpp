@@ -46,8 +46,9 @@ std::vector<float> decode_to_f32(const StoredTensor& t, const std::string& label
                                              t.type_name +
                                              ", which the loader does not read (F32, F16, BF16, "
                                              "Q8_0 and Q4_0 it does)");
-    std::int64_t elements = 1;
-    for (std::int64_t n : t.shape) elements *= n;
+    // The reader's count: multiplying the shape here in another order could
+    // overflow where a 0 dimension made the product 0 (a fuzzer found that).
+    const std::int64_t elements = t.elements;
     std::vector<float> out(static_cast<std::size_t>(elements));
     if (elements == 0) return out;
     const std::int64_t row = t.shape.empty() ? 1 : t.shape.back();

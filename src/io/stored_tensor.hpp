@@ -20,6 +20,7 @@ struct StoredTensor {
     // Outermost first, as PyTorch orders it: a weight is (out, in), its rows
     // shape.back() values long (GGUF's ne reversed).
     std::vector<std::int64_t> shape;
+    std::int64_t elements = 0;  // the product of shape, as the reader checked it (no overflow)
     const unsigned char* data = nullptr;  // the validated bytes (not for `other`)
     std::uint64_t bytes = 0;
 };

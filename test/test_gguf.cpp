@@ -12,6 +12,7 @@
 
 #include "checkpoint_blocks.hpp"
 #include "gguf_writer.hpp"
+#include "io/checkpoint_files.hpp"
 #include "io/gguf.hpp"
 #include "kernels/ggml_blocks.hpp"
 
@@ -369,6 +370,20 @@ TEST_CASE("malformed files are refused, each with its message") {
         CAPTURE(n);
         gguf_error(good.substr(0, n));
     }
+}
+
+TEST_CASE("a tensor with a 0 dimension decodes to nothing, whatever the others") {
+    // ne = [0, 2^40, 2^40]: the reader's product is 0; multiplied in the
+    // reverse order it would overflow (fuzz_gguf found the loader doing so).
+    GgufTensorSpec empty{"blk.0.ffn_gate.weight", 0, {0, 1ll << 40, 1ll << 40}, {}, ""};
+    empty.raw = std::string();
+    const std::string bytes = gguf_bytes({empty});
+    const swiglu::detail::CheckpointFiles files =
+        swiglu::detail::CheckpointFiles::single(GgufFile::from_memory(bytes.data(), bytes.size()));
+    const auto t = files.find("blk.0.ffn_gate.weight");
+    REQUIRE(t);
+    CHECK(t->elements == 0);
+    CHECK(files.to_f32(*t).empty());
 }
 
 TEST_CASE("arrays nest at most 8 deep") {

@@ -16,6 +16,8 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -86,6 +88,16 @@ long hammer(Call&& call) {
     long total = 0;
     for (long n : calls) total += n;
     return total;
+}
+
+// Threads of this process (Linux: one entry per thread in /proc/self/task).
+long process_threads() {
+    long n = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc/self/task")) {
+        (void)entry;
+        ++n;
+    }
+    return n;
 }
 
 }  // namespace
@@ -206,6 +218,34 @@ TEST_CASE("Ffns built and destroyed while others run") {
         } else {
             shared.forward(expected.x[k].data(), y.data(), kTokenCounts[k]);
         }
+        if (!same_bits(y, expected.y[k])) ++mismatches[static_cast<std::size_t>(c)];
+    });
+    for (int c = 0; c < kThreads; ++c) CHECK(mismatches[static_cast<std::size_t>(c)] == 0);
+}
+
+TEST_CASE("a model's layers share one pool: 12 blocks of 3 threads start 2 workers in all") {
+    // Each block owning its workers would leave the last block's spinning on
+    // the cores the next block needs (core/shared_pool.hpp).
+    const std::int64_t d = 33, f = 61;
+    RandomBlock b(d, f, Layout::out_in, 94);
+    const long before = process_threads();
+    std::vector<std::unique_ptr<Ffn>> layers;
+    for (int l = 0; l < 12; ++l)
+        layers.push_back(
+            std::make_unique<Ffn>(b.gate_view(), b.up_view(), b.down_view(), Options{3}));
+    // The pool may exist already (another case's block of 3 threads).
+    CHECK(process_threads() - before <= 2);
+
+    // Different blocks called at once: one claims the pool, the others run
+    // alone; every result matches a serial one-thread call bit for bit.
+    const Ffn serial(b.gate_view(), b.up_view(), b.down_view(), Options{1});
+    const Expected expected(serial, d);
+    std::vector<int> mismatches(kThreads, 0);
+    hammer([&](int c, long i) {
+        const std::size_t k = static_cast<std::size_t>(c + i) % kCounts;
+        std::vector<float> y(expected.x[k].size());
+        layers[static_cast<std::size_t>(c + i) % layers.size()]->forward(expected.x[k].data(),
+                                                                         y.data(), kTokenCounts[k]);
         if (!same_bits(y, expected.y[k])) ++mismatches[static_cast<std::size_t>(c)];
     });
     for (int c = 0; c < kThreads; ++c) CHECK(mismatches[static_cast<std::size_t>(c)] == 0);

@@ -49,7 +49,8 @@ typedef enum swiglu_dtype {
 
 /* Options for creating a block; pass NULL for the defaults (all zero). */
 typedef struct swiglu_options {
-    int threads;        /* 0 = all cores this process may use */
+    int threads;        /* 0 = all cores this process may use; blocks with the
+                           same count share one pool of workers */
     swiglu_dtype dtype; /* SWIGLU_DTYPE_F32 by default */
 } swiglu_options;
 

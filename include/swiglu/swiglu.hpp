@@ -95,7 +95,8 @@ SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;
 
 struct Options {
     // Threads that forward() may use, the calling thread included.
-    // 0 = every core this process may run on (its CPU affinity).
+    // 0 = every core this process may run on (its CPU affinity). Blocks with
+    // the same count share one pool of workers (a model's layers).
     int threads = 0;
     Dtype dtype = Dtype::f32;
 };
@@ -151,7 +152,8 @@ public:
     // y = block(x) for `tokens` rows: x and y are row-major (tokens, d) f32.
     // y may be x itself (in place); any other overlap is rejected. tokens = 0
     // does nothing (x, y may then be null). Safe to call from several threads
-    // at once; a call that finds the thread pool busy runs on its own thread.
+    // at once; a call that finds the shared pool busy (another call, to this
+    // block or another) runs on its own thread.
     void forward(const float* x, float* y, std::int64_t tokens) const;
     // The same for (batch, seq, d) tensors.
     void forward(const float* x, float* y, std::int64_t batch, std::int64_t seq) const;

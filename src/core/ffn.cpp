@@ -1,4 +1,4 @@
-// The public C++ API: validation, the thread pool, and leases on workspaces
+// The public C++ API: validation, the shared thread pool, and leases on workspaces
 // so that several threads can run forward() on one Ffn at once.
 #include <swiglu/swiglu.hpp>
 
@@ -12,7 +12,7 @@
 #include "core/ffn_access.hpp"
 #include "core/forward.hpp"
 #include "core/packed_block.hpp"
-#include "core/thread_pool.hpp"
+#include "core/shared_pool.hpp"
 #include "core/workspace.hpp"
 #include "kernels/f32_silu_mul.hpp"
 #include "onednn/matmul.hpp"
@@ -121,22 +121,23 @@ public:
             Dtype dtype)
         : block(gate, up, down, dtype),
           // oneDNN stays single-threaded inside our workers (matmul.hpp).
-          pool(threads > 1 ? std::make_unique<ThreadPool>(threads, &serialize_onednn_on_this_thread)
-                           : nullptr),
+          pool(threads > 1 ? shared_pool(threads, &serialize_onednn_on_this_thread) : nullptr),
           threads(threads) {}
 
     // Safe from several threads at once: each call leases its own scratch.
     void forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) const;
 
     PackedBlock block;
-    std::unique_ptr<ThreadPool> pool;
+    std::shared_ptr<SharedPool> pool;  // shared with every block of this thread count
     int threads;
 
 private:
-    // Slot 0 drives the pool; a call that finds it taken runs on its own
-    // thread with the next free slot, so concurrent calls never share
-    // scratch and never wait on each other. Workspaces are made on a slot's
-    // first use and kept.
+    // Slot 0 is the pool's: used by the call that claims the pool (so by one
+    // call at a time), with scratch for all its workers. A call that finds
+    // the pool claimed, by this block or another, runs on its own thread
+    // with the next free slot: concurrent calls never share scratch and
+    // never wait on each other. Workspaces are made on a slot's first use
+    // and kept.
     static constexpr int kSlots = 8;
     struct Slot {
         std::atomic<bool> busy{false};
@@ -147,17 +148,26 @@ private:
 
 void FfnImpl::forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) const {
     OmpSerialScope serial;
-    for (int s = 0; s < kSlots; ++s) {
+    if (pool && pool->try_claim()) {
+        struct Release {
+            SharedPool& pool;
+            ~Release() { pool.release(); }
+        } release{*pool};
+        Slot& slot = slots_[0];
+        if (!slot.workspace) slot.workspace = std::make_unique<Workspace>(block, threads);
+        run_block(block, *slot.workspace, &pool->pool(), x, y, tokens, trace);
+        return;
+    }
+    // Without a pool, slot 0 serves single-threaded calls like the others.
+    for (int s = pool ? 1 : 0; s < kSlots; ++s) {
         Slot& slot = slots_[static_cast<std::size_t>(s)];
         if (slot.busy.exchange(true, std::memory_order_acquire)) continue;
         struct Release {
             Slot& slot;
             ~Release() { slot.busy.store(false, std::memory_order_release); }
         } release{slot};
-        const bool with_pool = s == 0 && pool;
-        if (!slot.workspace)
-            slot.workspace = std::make_unique<Workspace>(block, with_pool ? threads : 1);
-        run_block(block, *slot.workspace, with_pool ? pool.get() : nullptr, x, y, tokens, trace);
+        if (!slot.workspace) slot.workspace = std::make_unique<Workspace>(block, 1);
+        run_block(block, *slot.workspace, nullptr, x, y, tokens, trace);
         return;
     }
     // More concurrent callers than slots: this call pays for its own scratch.

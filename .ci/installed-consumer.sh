@@ -23,4 +23,18 @@ cmake --build "$work/cpp" -j"$(nproc)" >/dev/null
 (cd "$work" && /usr/bin/python3 -c 'import numpy as np, swiglu
 ffn = swiglu.Ffn([[-1.0, 0.0, 1.0]], [[2.0, 3.0, 4.0]], [[1.0], [1.0], [1.0]], layout="in_out")
 print("swiglu %s (python): y = %.6f" % (swiglu.version(), ffn(np.ones((1, 1), np.float32))[0, 0]))')
-echo "installed-package consumers: 3 passed, 0 failed"
+# swiglu.torch, where PyTorch is installed (the test command installs it).
+passed=3
+if /usr/bin/python3 -c 'import torch' 2>/dev/null; then
+  (cd "$work" && /usr/bin/python3 -c 'import torch, swiglu.torch
+m = torch.nn.Module()
+for name, shape in (("gate_proj", (3, 1)), ("up_proj", (3, 1)), ("down_proj", (1, 3))):
+    setattr(m, name, torch.nn.Linear(shape[1], shape[0], bias=False))
+with torch.no_grad():
+    m.gate_proj.weight.copy_(torch.tensor([[-1.0], [0.0], [1.0]]))
+    m.up_proj.weight.copy_(torch.tensor([[2.0], [3.0], [4.0]]))
+    m.down_proj.weight.fill_(1.0)
+print("swiglu.torch: y = %.6f" % swiglu.torch.SwiGLU.from_module(m)(torch.ones(1, 1)).item())')
+  passed=4
+fi
+echo "installed-package consumers: $passed passed, 0 failed"

@@ -2,5 +2,7 @@
 # The test command: installs what is missing, builds, runs every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# PyTorch only for the tests of swiglu.torch (test/python/test_torch.py).
+bash scripts/install-deps.sh python3-torch
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j1

@@ -30,6 +30,9 @@ LD_LIBRARY_PATH="$libdir" "$work/cpp/consumer"
 python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 site=$(dirname "$(find "$work/prefix" -path '*/dist-packages/swiglu' -type d | head -n1)")
+for f in __init__.py torch.py; do
+  [ -e "$site/swiglu/$f" ] || { echo "missing from the install: the Python package's $f"; exit 1; }
+done
 PYTHONPATH="$site" "$python" -c '
 import numpy as np, swiglu
 ffn = swiglu.Ffn([[-1.0, 0.0, 1.0]], [[2.0, 3.0, 4.0]], [[1.0], [1.0], [1.0]], layout="in_out")

@@ -4,9 +4,14 @@
 
 Build a block from weight arrays (`Ffn`) or load one from a checkpoint
 (`load`: safetensors, sharded or not, or GGUF), then call it on float32
-arrays of shape (..., d). The forward runs with the GIL released, on the
-caller's own buffers, and one Ffn may be called from several threads at once.
+arrays of shape (..., d): numpy arrays, PyTorch CPU tensors (the result is
+then a tensor) or anything with the buffer protocol or DLPack. The forward
+runs with the GIL released, on the caller's own buffers, and one Ffn may be
+called from several threads at once. `swiglu.torch` holds the drop-in for
+PyTorch modules.
 """
+
+import sys as _sys
 
 import numpy as _np
 
@@ -64,14 +69,18 @@ class Ffn:
             self.d, self.f, i["dtype"], i["matmul"], i["activation"], i["threads"])
 
     def _input(self, x, copy):
-        if not isinstance(x, _np.ndarray):
+        """x as a float32, C-contiguous numpy array of shape (..., d), sharing
+        x's memory unless copy=True had to convert it."""
+        if _is_tensor(x):
+            x = _tensor_input(x, copy)
+        elif not isinstance(x, _np.ndarray):
             x = _np.asarray(x) if copy else _as_array(x)
         if x.dtype != _np.float32:
             if not copy:
                 raise TypeError("x must be float32, got %s (pass copy=True to convert)" % x.dtype)
             x = x.astype(_np.float32)
         if x.ndim < 1 or x.shape[-1] != self.d:
-            raise ValueError("x must have shape (..., %d), got %s" % (self.d, x.shape))
+            raise ValueError("x must have shape (..., %d), got %s" % (self.d, tuple(x.shape)))
         if not x.flags.c_contiguous:
             if not copy:
                 raise ValueError("x is not C-contiguous (pass copy=True to copy it)")
@@ -81,39 +90,98 @@ class Ffn:
     def forward(self, x, out=None, copy=False):
         """y = block(x) for x of shape (..., d), float32, C-contiguous.
 
-        out: a float32, C-contiguous array of x's shape to write y into (it
-        may be x itself); a new array otherwise. copy=True accepts any
+        x: a numpy array, a PyTorch CPU tensor (not requiring grad: swiglu
+        has no backward), or anything with the buffer protocol or DLPack;
+        none is copied. The result is a tensor for a tensor, an array
+        otherwise.
+        out: a float32, C-contiguous array or tensor of x's shape to write y
+        into (it may be x itself); a new one otherwise. copy=True accepts any
         array-like, converting and copying it. Bad input raises TypeError or
-        ValueError and writes nothing.
+        ValueError (RuntimeError for a tensor that requires grad) and writes
+        nothing.
         """
-        x = self._input(x, copy)
+        tensor = _is_tensor(x)
+        xa = self._input(x, copy)
         if out is None:
-            out = _np.empty(x.shape, dtype=_np.float32)
+            if tensor:
+                result = _sys.modules["torch"].empty(xa.shape, dtype=_sys.modules["torch"].float32)
+                ya = result.numpy()
+            else:
+                result = ya = _np.empty(xa.shape, dtype=_np.float32)
         else:
-            if not isinstance(out, _np.ndarray) or out.dtype != _np.float32:
-                raise TypeError("out must be a float32 numpy array")
-            if out.shape != x.shape:
-                raise ValueError("out must have x's shape %s, got %s" % (x.shape, out.shape))
-            if not out.flags.c_contiguous or not out.flags.writeable:
+            result = out
+            ya = _tensor_output(out) if _is_tensor(out) else out
+            if not isinstance(ya, _np.ndarray) or ya.dtype != _np.float32:
+                raise TypeError("out must be a float32 numpy array or CPU tensor")
+            if ya.shape != xa.shape:
+                raise ValueError("out must have x's shape %s, got %s" % (tuple(xa.shape), tuple(ya.shape)))
+            if not ya.flags.c_contiguous or not ya.flags.writeable:
                 raise ValueError("out must be C-contiguous and writeable")
-        self._impl.forward_into(x, out)
-        return out
+        self._impl.forward_into(xa, ya)
+        return result
 
     __call__ = forward
 
     def trace(self, x, copy=False):
         """The intermediates of block(x), as the glassllm seed's tracer keys them:
-        {"ffn.gate", "ffn.up", "ffn.act"} (..., f) and {"ffn.down"} (..., d)."""
-        return self._impl.trace(self._input(x, copy))
+        {"ffn.gate", "ffn.up", "ffn.act"} (..., f) and {"ffn.down"} (..., d);
+        tensors for a tensor x, arrays otherwise."""
+        traced = self._impl.trace(self._input(x, copy))
+        if _is_tensor(x):
+            from_numpy = _sys.modules["torch"].from_numpy
+            traced = {k: from_numpy(v) for k, v in traced.items()}
+        return traced
 
 
 def _as_array(x):
-    # Anything with the buffer protocol, without a copy.
+    # Anything with the buffer protocol or DLPack, without a copy.
     try:
         return _np.asarray(memoryview(x))
     except TypeError:
-        raise TypeError("x must be a numpy array or support the buffer protocol, got %s"
-                        % type(x).__name__) from None
+        pass
+    if hasattr(x, "__dlpack__"):
+        return _np.from_dlpack(x)
+    raise TypeError("x must be a numpy array or a CPU tensor, or support the buffer protocol "
+                    "or DLPack, got %s" % type(x).__name__)
+
+
+def _is_tensor(x):
+    # A PyTorch tensor; torch is never imported here: a tensor implies it is.
+    torch = _sys.modules.get("torch")
+    return torch is not None and isinstance(x, torch.Tensor)
+
+
+def _check_tensor(t, name):
+    if t.device.type != "cpu":
+        raise TypeError("%s must be a CPU tensor, got one on %s" % (name, t.device))
+    if t.requires_grad and _sys.modules["torch"].is_grad_enabled():
+        raise RuntimeError(
+            "swiglu is inference only (it has no backward yet) and %s requires grad: "
+            "call it under torch.no_grad() or torch.inference_mode()" % name)
+
+
+def _tensor_input(t, copy):
+    # Tensor.numpy() shares the tensor's memory (it is the zero-copy view;
+    # numpy's DLPack import would give the same memory read-only).
+    _check_tensor(t, "x")
+    if copy:
+        t = t.detach().to(dtype=_sys.modules["torch"].float32).contiguous()
+    elif t.dtype != _sys.modules["torch"].float32:
+        raise TypeError("x must be float32, got %s (pass copy=True to convert)" % t.dtype)
+    elif not t.is_contiguous():
+        raise ValueError("x is not contiguous (pass copy=True to copy it)")
+    return t.detach().numpy()
+
+
+def _tensor_output(t):
+    _check_tensor(t, "out")
+    if t.requires_grad:
+        raise RuntimeError("out requires grad: swiglu writes it in place, outside autograd")
+    if t.dtype != _sys.modules["torch"].float32:
+        raise TypeError("out must be float32, got %s" % t.dtype)
+    if not t.is_contiguous():
+        raise ValueError("out must be contiguous")
+    return t.numpy()
 
 
 def load(path, layer=None, block=None, expert=None, dtype="f32", threads=0):

@@ -9,6 +9,7 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <algorithm>
 #include <string>
 
 #include <swiglu/checkpoint.hpp>
@@ -119,7 +120,8 @@ PYBIND11_MODULE(_swiglu, m) {
             "forward_into",
             [](const swiglu::Ffn& ffn, const Array& x, Array& out) {
                 const std::int64_t rows = rows_of(ffn, x);
-                if (out.ndim() != x.ndim() || out.size() != x.size())
+                if (out.ndim() != x.ndim() ||
+                    !std::equal(x.shape(), x.shape() + x.ndim(), out.shape()))
                     throw py::value_error("out must have x's shape");
                 if (!out.writeable()) throw py::value_error("out is read-only");
                 const float* in = x.data();

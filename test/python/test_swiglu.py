@@ -88,6 +88,7 @@ def test_bad_input_raises_and_leaves_out_untouched():
         (ValueError, "C-contiguous", lambda: ffn.forward(np.ones((8, 2), np.float32).T, out=out)),
         (TypeError, "out must be a float32", lambda: ffn.forward(x, out=out.astype(np.float64))),
         (ValueError, "out must have x's shape", lambda: ffn.forward(x, out=np.empty((3, 8), np.float32))),
+        (ValueError, "out must have x's shape", lambda: ffn.forward(x, out=np.empty((1, 16), np.float32))),
         (TypeError, "buffer protocol", lambda: ffn.forward("not an array")),
     ]
     for kind, message, call in cases:

@@ -229,6 +229,8 @@ def test_bad_tensors_raise_and_leave_out_untouched():
         (TypeError, "out must be float32", lambda: ffn.forward(x, out=out.double())),
         (ValueError, "out must be contiguous", lambda: ffn.forward(x, out=torch.ones(8, 2).t())),
         (ValueError, "out must have x's shape", lambda: ffn.forward(x, out=torch.empty(3, 8))),
+        (ValueError, "out must have x's shape", lambda: ffn.forward(x, out=torch.empty(1, 16))),
+        (TypeError, "CPU tensor", lambda: ffn.forward(x.to("meta"), out=out)),
         (RuntimeError, "out requires grad", lambda: ffn.forward(x, out=torch.empty(2, 8, requires_grad=True))),
     ]
     for kind, message, call in cases:

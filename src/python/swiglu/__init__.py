@@ -100,6 +100,13 @@ class Ffn:
         ValueError (RuntimeError for a tensor that requires grad) and writes
         nothing.
         """
+        if not copy:
+            # The common call, checked by the extension alone; on any
+            # failure the checks below run and say what was wrong.
+            try:
+                return self._forward_unchecked(x, out)
+            except (TypeError, ValueError, RuntimeError, AttributeError):
+                pass
         tensor = _is_tensor(x)
         xa = self._input(x, copy)
         if out is None:
@@ -121,6 +128,26 @@ class Ffn:
         return result
 
     __call__ = forward
+
+    def _forward_unchecked(self, x, out):
+        # A tensor's numpy() shares its memory; it raises for what numpy
+        # cannot view (grad, other devices, bfloat16), and the extension
+        # rejects any array that is not float32, C-contiguous, writeable
+        # (out) and of the right shape, before touching `out`.
+        tensor = _is_tensor(x)
+        xa = x.numpy() if tensor else x
+        if out is None:
+            if tensor:
+                torch = _sys.modules["torch"]
+                result = torch.empty(xa.shape, dtype=torch.float32)
+                ya = result.numpy()
+            else:
+                result = ya = _np.empty(xa.shape, dtype=_np.float32)
+        else:
+            result = out
+            ya = out.numpy() if _is_tensor(out) else out
+        self._impl.forward_into(xa, ya)
+        return result
 
     def trace(self, x, copy=False):
         """The intermediates of block(x), as the glassllm seed's tracer keys them:

@@ -111,6 +111,18 @@ struct Implementation {
     int threads = 1;
 };
 
+// The weight gradients Ffn::backward writes: each d * f floats, laid out as
+// that weight was given to the Ffn (its WeightView's layout, or the
+// checkpoint's), so it applies to the weight as it is. Null: not computed.
+struct Gradients {
+    float* gate = nullptr;
+    float* up = nullptr;
+    float* down = nullptr;
+    // Add into the buffers (gradient accumulation over micro-batches)
+    // instead of overwriting them.
+    bool accumulate = false;
+};
+
 // The library's version, "major.minor.patch".
 SWIGLU_API const char* version() noexcept;
 // The CPU's SIMD features that matter here, e.g. "avx512f avx512_bf16 avx2 fma".
@@ -160,6 +172,27 @@ public:
     // forward() that also fills `trace` (resized here). The plain forward()
     // pays nothing for this: tracing is a separate entry point.
     void forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const;
+
+    // ---- the backward pass (f32 blocks; README, "Backward") -------------
+    // For dy = dL/dy (tokens, d): dx = dL/dx (tokens, d), and with `grads`
+    // the weight gradients dL/dW_gate, dL/dW_up, dL/dW_down. The backward
+    // needs gate and up of the forward: from `saved` (forward_for_backward
+    // on the same x), or, with saved null, recomputed (a forward over each
+    // chunk: 4 tokens d f more flops than the 12 tokens d f of the
+    // backward). dx may be x or dy itself; every other overlap among x, dy,
+    // dx, saved and the gradients is rejected. Error(unsupported) for a
+    // dtype other than f32. Bit-identical for any thread count; safe from
+    // several threads at once, like forward().
+    void backward(const float* x, const float* dy, float* dx, std::int64_t tokens,
+                  const Gradients& grads = {}, const float* saved = nullptr) const;
+    // forward() that also keeps what backward() needs: gate then up, (tokens,
+    // f) each, into `saved` (saved_floats(tokens) floats).
+    void forward_for_backward(const float* x, float* y, float* saved, std::int64_t tokens) const;
+    std::int64_t saved_floats(std::int64_t tokens) const;
+    // Prepares the backward now: the weights transposed and packed for it (as
+    // much memory again as f32 weights) and its kernels. The first backward()
+    // does it otherwise. Error(unsupported) for a dtype other than f32.
+    void enable_backward() const;
 
 private:
     friend struct detail::FfnAccess;

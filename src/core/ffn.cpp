@@ -1,19 +1,13 @@
-// The public C++ API: validation, the shared thread pool, and leases on workspaces
-// so that several threads can run forward() on one Ffn at once.
+// The public C++ API, forward: validation, and the calls into FfnImpl
+// (ffn_impl.hpp). The backward's: ffn_backward.cpp.
 #include <swiglu/swiglu.hpp>
 
-#include <array>
-#include <atomic>
 #include <limits>
-#include <new>
 
 #include "common/messages.hpp"
 #include "core/cpu_info.hpp"
 #include "core/ffn_access.hpp"
-#include "core/forward.hpp"
-#include "core/packed_block.hpp"
-#include "core/shared_pool.hpp"
-#include "core/workspace.hpp"
+#include "core/ffn_impl.hpp"
 #include "kernels/f32_silu_mul.hpp"
 #include "onednn/matmul.hpp"
 
@@ -115,85 +109,16 @@ int resolve_threads(int threads) {
 
 namespace detail {
 
-class FfnImpl {
-public:
-    FfnImpl(const WeightSource& gate, const WeightSource& up, const WeightSource& down, int threads,
-            Dtype dtype)
-        : block(gate, up, down, dtype),
-          // oneDNN stays single-threaded inside our workers (matmul.hpp).
-          pool(threads > 1 ? shared_pool(threads, &serialize_onednn_on_this_thread) : nullptr),
-          threads(threads) {}
-
-    // Safe from several threads at once: each call leases its own scratch.
-    void forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) const;
-
-    PackedBlock block;
-    std::shared_ptr<SharedPool> pool;  // shared with every block of this thread count
-    int threads;
-
-private:
-    // Slot 0 is the pool's: used by the call that claims the pool (so by one
-    // call at a time), with scratch for all its workers. A call that finds
-    // the pool claimed, by this block or another, runs on its own thread
-    // with the next free slot: concurrent calls never share scratch and
-    // never wait on each other. Workspaces are made on a slot's first use
-    // and kept.
-    static constexpr int kSlots = 8;
-    struct Slot {
-        std::atomic<bool> busy{false};
-        std::unique_ptr<Workspace> workspace;
-    };
-    mutable std::array<Slot, kSlots> slots_;
-};
-
 void FfnImpl::forward(const float* x, float* y, std::int64_t tokens, const TraceSink* trace) const {
-    OmpSerialScope serial;
-    if (pool && pool->try_claim()) {
-        struct Release {
-            SharedPool& pool;
-            ~Release() { pool.release(); }
-        } release{*pool};
-        Slot& slot = slots_[0];
-        if (!slot.workspace) slot.workspace = std::make_unique<Workspace>(block, threads);
-        run_block(block, *slot.workspace, &pool->pool(), x, y, tokens, trace);
-        return;
-    }
-    // Without a pool, slot 0 serves single-threaded calls like the others.
-    for (int s = pool ? 1 : 0; s < kSlots; ++s) {
-        Slot& slot = slots_[static_cast<std::size_t>(s)];
-        if (slot.busy.exchange(true, std::memory_order_acquire)) continue;
-        struct Release {
-            Slot& slot;
-            ~Release() { slot.busy.store(false, std::memory_order_release); }
-        } release{slot};
-        if (!slot.workspace) slot.workspace = std::make_unique<Workspace>(block, 1);
-        run_block(block, *slot.workspace, nullptr, x, y, tokens, trace);
-        return;
-    }
-    // More concurrent callers than slots: this call pays for its own scratch.
-    Workspace own(block, 1);
-    run_block(block, own, nullptr, x, y, tokens, trace);
+    lease([&](Slot& slot, ThreadPool* workers, int count) {
+        if (!slot.workspace) slot.workspace = std::make_unique<Workspace>(block, count);
+        run_block(block, *slot.workspace, workers, x, y, tokens, trace);
+    });
 }
 
 }  // namespace detail
 
-namespace {
-// Runs `f`, turning the exceptions of our dependencies into swiglu::Error.
-template <class F>
-auto errors_as_swiglu(const char* what, F&& f) -> decltype(f()) {
-    try {
-        return f();
-    } catch (const Error&) {
-        throw;
-    } catch (const dnnl::error& e) {
-        detail::rethrow_dnnl(e, what);
-    } catch (const std::bad_alloc&) {
-        throw Error(Status::out_of_memory, std::string(what) + ": out of memory");
-    } catch (const std::exception& e) {
-        throw Error(Status::internal, std::string(what) + ": " + e.what());
-    }
-}
-}  // namespace
+using detail::errors_as_swiglu;
 
 Ffn::Ffn(const WeightView& gate, const WeightView& up, const WeightView& down,
          const Options& options)

@@ -102,7 +102,8 @@ struct Chunk {
             float* act = mode.act_row(g, c0, row, ws);
             silu_mul(g, g + width, act, n);
             mode.store_act(act, width, c0, row, ws);
-            if (traced) std::memcpy(trace->act + row * f + c0, act, n * sizeof(float));
+            if (traced && trace->act)
+                std::memcpy(trace->act + row * f + c0, act, n * sizeof(float));
         }
     }
 
@@ -149,7 +150,9 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
         TraceSink chunk_trace;
-        if (kTraced) chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f, trace->act + m0 * f};
+        if (kTraced)
+            chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f,
+                           trace->act ? trace->act + m0 * f : nullptr};
         Chunk chunk{block, mode, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, 0, 0, {}, {}};
         chunk.row_tiles =
             plan_rows(n, block.min_bucket, max_row_bucket(n, column_tiles), chunk.tiles);

@@ -9,7 +9,8 @@
 
 namespace swiglu::detail {
 
-// Where a traced call copies the intermediates: (rows, f) each; null = off.
+// Where a traced call copies the intermediates: (rows, f) each; a null
+// sink is off; a null act is not copied (the backward keeps gate and up).
 struct TraceSink {
     float* gate = nullptr;
     float* up = nullptr;

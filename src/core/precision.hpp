@@ -93,6 +93,14 @@ public:
         (void)sources, (void)count, (void)c0, (void)width, (void)k, (void)to;
         return false;
     }
+    // The f32 weights of a packed tile back as the plain (k x n) row-major
+    // slice pack_tile got, for the backward (core/backward.hpp), where the
+    // mode holds them exactly (f32); false elsewhere.
+    virtual bool unpack_f32(const dnnl::memory& tile, std::int64_t k, std::int64_t n,
+                            float* plain) const {
+        (void)tile, (void)k, (void)n, (void)plain;
+        return false;
+    }
     // Appended to the oneDNN implementation names (Implementation::matmul).
     virtual std::string note() const { return {}; }
 

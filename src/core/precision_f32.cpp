@@ -14,6 +14,12 @@ public:
 
     MatmulTypes matmul_types() const override { return {}; }
     double bytes_per_weight() const override { return 4; }
+    bool unpack_f32(const dnnl::memory& tile, std::int64_t k, std::int64_t n,
+                    float* plain) const override {
+        reorder(tile.get_data_handle(), tile.get_desc(),
+                dnnl::memory({{k, n}, dnnl::memory::data_type::f32, {n, 1}}, cpu_engine(), plain));
+        return true;
+    }
 
     ScratchSizes scratch() const override {
         // x is read in place; only a padded last tile needs a zero-padded copy.

@@ -58,6 +58,12 @@ public:
                    const dnnl::memory& to) override {
         pack_panels(type_, plain, k, n, to.get_data_handle());
     }
+    bool unpack_f32(const dnnl::memory& tile, std::int64_t k, std::int64_t n,
+                    float* plain) const override {
+        if (type_ != PanelType::f32) return false;
+        unpack_f32_panels(tile.get_data_handle(), k, n, plain);
+        return true;
+    }
     std::string note() const override {
         return std::string(type_ == PanelType::bf16 ? "bf16" : "f32") +
                " panels:" + isa_name(panel_kernels_isa());

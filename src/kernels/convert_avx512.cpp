@@ -10,6 +10,7 @@
 #endif
 
 #include "kernels/convert_xsimd.hpp"
+#include "kernels/silu_mul_backward.hpp"
 
 #if !XSIMD_WITH_AVX512BW || !XSIMD_WITH_FMA3_AVX2
 #error "convert_avx512.cpp needs -mavx512f -mavx512cd -mavx512dq -mavx512bw -mavx2 -mfma"
@@ -18,7 +19,7 @@
 namespace swiglu::detail {
 
 KernelTable kernel_table_avx512() noexcept {
-    return make_kernel_table<xsimd::avx512bw>(&f32_silu_mul_avx512);
+    return make_kernel_table<xsimd::avx512bw>(&f32_silu_mul_avx512, &silu_mul_backward_avx512);
 }
 
 }  // namespace swiglu::detail

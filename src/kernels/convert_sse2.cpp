@@ -4,6 +4,7 @@
 #if defined(__x86_64__) || defined(__i386__) || defined(_M_X64)
 
 #include "kernels/convert_xsimd.hpp"
+#include "kernels/silu_mul_backward.hpp"
 
 #if !XSIMD_WITH_SSE2
 #error "convert_sse2.cpp needs -msse2"
@@ -12,7 +13,7 @@
 namespace swiglu::detail {
 
 KernelTable kernel_table_sse2() noexcept {
-    return make_kernel_table<xsimd::sse2>(&f32_silu_mul_sse2);
+    return make_kernel_table<xsimd::sse2>(&f32_silu_mul_sse2, &silu_mul_backward_sse2);
 }
 
 }  // namespace swiglu::detail

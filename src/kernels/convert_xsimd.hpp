@@ -162,9 +162,11 @@ struct ConvertKernel {
 // The table of one ISA's kernels (each convert_<isa>.cpp calls this with its
 // own Arch and its own SiLU*up kernel).
 template <class Arch>
-KernelTable make_kernel_table(decltype(KernelTable::silu_mul) silu_mul) noexcept {
+KernelTable make_kernel_table(decltype(KernelTable::silu_mul) silu_mul,
+                              decltype(KernelTable::silu_mul_backward) silu_mul_backward) noexcept {
     return {
         silu_mul,
+        silu_mul_backward,
         [](const float* in, std::uint16_t* out, std::size_t n) noexcept {
             ConvertKernel::to_bf16(Arch{}, in, out, n);
         },

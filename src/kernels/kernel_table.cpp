@@ -4,6 +4,7 @@
 
 #include "kernels/convert.hpp"
 #include "kernels/f32_silu_mul.hpp"
+#include "kernels/silu_mul_backward.hpp"
 
 namespace swiglu::detail {
 
@@ -36,6 +37,11 @@ const char* kernels_isa_name() noexcept { return isa_name(kernels_isa()); }
 // The free functions of f32_silu_mul.hpp and convert.hpp: this CPU's kernels.
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) noexcept {
     kernels().silu_mul(gate, up, out, n);
+}
+
+void silu_mul_backward(const float* gate, const float* up, const float* dact, float* dgate,
+                       float* dup, float* act, std::size_t n) noexcept {
+    kernels().silu_mul_backward(gate, up, dact, dgate, dup, act, n);
 }
 
 void to_bf16(const float* in, std::uint16_t* out, std::size_t n) noexcept {

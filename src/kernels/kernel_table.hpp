@@ -1,6 +1,6 @@
-// Every element-wise kernel of one ISA in one table: SiLU(gate)*up and the
-// conversions around the matmuls (contracts in f32_silu_mul.hpp and
-// convert.hpp). One table per ISA of kIsas; the library picks this CPU's best
+// Every element-wise kernel of one ISA in one table: SiLU(gate)*up, its
+// backward and the conversions around the matmuls (contracts in
+// f32_silu_mul.hpp, silu_mul_backward.hpp and convert.hpp). One table per ISA of kIsas; the library picks this CPU's best
 // once, tests and benchmarks walk them all and compare each to the scalar
 // reference (Isa::scalar).
 #pragma once
@@ -17,6 +17,8 @@ namespace swiglu::detail {
 // own ISA (see convert_xsimd.hpp).
 struct KernelTable {
     void (*silu_mul)(const float* gate, const float* up, float* out, std::size_t n) noexcept;
+    void (*silu_mul_backward)(const float* gate, const float* up, const float* dact, float* dgate,
+                              float* dup, float* act, std::size_t n) noexcept;
     void (*to_bf16)(const float* in, std::uint16_t* out, std::size_t n) noexcept;
     void (*round_to_bf16)(const float* in, float* out, std::size_t n) noexcept;
     float (*quantize_row)(const float* in, std::int8_t* out, std::size_t n) noexcept;

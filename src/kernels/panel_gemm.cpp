@@ -30,6 +30,17 @@ void pack_panels(PanelType type, const float* plain, std::int64_t k, std::int64_
     }
 }
 
+void unpack_f32_panels(const void* tile, std::int64_t k, std::int64_t n, float* plain) noexcept {
+    const auto* panels = static_cast<const float*>(tile);
+    for (std::int64_t p = 0; p < panel_count(n); ++p) {
+        const std::int64_t c0 = p * kPanelColumns;
+        const std::int64_t width = n - c0 < kPanelColumns ? n - c0 : kPanelColumns;
+        for (std::int64_t i = 0; i < k; ++i)
+            std::memcpy(plain + i * n + c0, panels + (p * k + i) * kPanelColumns,
+                        static_cast<std::size_t>(width) * sizeof(float));
+    }
+}
+
 Isa panel_kernels_isa(Isa isa) noexcept {
     return isa == Isa::avx512 || isa == Isa::avx2_fma ? Isa::avx2_fma : Isa::scalar;
 }

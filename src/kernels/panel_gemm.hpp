@@ -42,6 +42,9 @@ inline constexpr std::size_t panel_tile_bytes(PanelType type, std::int64_t k, st
 void pack_panels(PanelType type, const float* plain, std::int64_t k, std::int64_t n,
                  void* tile) noexcept;
 
+// The inverse of pack_panels for f32 panels: the (k x n) row-major tile.
+void unpack_f32_panels(const void* tile, std::int64_t k, std::int64_t n, float* plain) noexcept;
+
 // y (rows x n, row stride ldy) = x (rows x k, row stride ldx) @ tile.
 using PanelGemm = void (*)(const void* tile, std::int64_t k, std::int64_t n, const float* x,
                            std::int64_t ldx, std::int64_t rows, float* y,

@@ -39,16 +39,13 @@ void rethrow_dnnl(const dnnl::error& e, const char* what) {
     throw Error(status, std::string(what) + ": oneDNN: " + e.what());
 }
 
-MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
-                         const dnnl::memory::desc* packed, const MatmulTypes& types) {
+namespace {
+// A single-threaded primitive with a user scratchpad (see OmpSerialScope).
+MatmulKernel create(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
+                    const dnnl::memory::desc& dst, dnnl::primitive_attr attr) {
     try {
         OmpSerialScope serial;
         MatmulKernel kernel;
-        const dnnl::memory::desc src({rows, k}, types.src, tag::ab);
-        const dnnl::memory::desc weights =
-            packed ? *packed : dnnl::memory::desc({k, n}, types.weights, tag::any);
-        const dnnl::memory::desc dst({rows, n}, types.dst, tag::ab);
-        dnnl::primitive_attr attr;
         attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
         const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, weights, dst), attr,
                                               cpu_engine());
@@ -63,6 +60,28 @@ MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
     } catch (const dnnl::error& e) {
         rethrow_dnnl(e, "creating a matmul primitive");
     }
+}
+}  // namespace
+
+MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
+                         const dnnl::memory::desc* packed, const MatmulTypes& types) {
+    return create(dnnl::memory::desc({rows, k}, types.src, tag::ab),
+                  packed ? *packed : dnnl::memory::desc({k, n}, types.weights, tag::any),
+                  dnnl::memory::desc({rows, n}, types.dst, tag::ab), {});
+}
+
+MatmulKernel make_strided_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
+                                 const dnnl::memory::dims& src_strides,
+                                 const dnnl::memory::dims& weights_strides, bool accumulate) {
+    dnnl::primitive_attr attr;
+    if (accumulate) {
+        dnnl::post_ops sum;
+        sum.append_sum(1.0f);
+        attr.set_post_ops(sum);
+    }
+    return create(dnnl::memory::desc({m, k}, dt::f32, src_strides),
+                  dnnl::memory::desc({k, n}, dt::f32, weights_strides),
+                  dnnl::memory::desc({m, n}, dt::f32, tag::ab), attr);
 }
 
 void reorder(const void* src, const dnnl::memory::desc& from, const dnnl::memory& to) {
@@ -82,6 +101,13 @@ void MatmulBinding::bind(const MatmulKernel& kernel) {
     src = dnnl::memory(kernel.src, cpu_engine(), DNNL_MEMORY_NONE);
     dst = dnnl::memory(kernel.dst, cpu_engine(), DNNL_MEMORY_NONE);
     scratchpad = dnnl::memory(kernel.scratchpad, cpu_engine(), DNNL_MEMORY_NONE);
+    weights = dnnl::memory(kernel.weights, cpu_engine(), DNNL_MEMORY_NONE);
+}
+
+void execute_plain(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,
+                   const void* src, const void* weights, void* dst, void* scratchpad) {
+    binding.weights.set_data_handle(const_cast<void*>(weights));
+    execute(kernel, binding, stream, binding.weights, src, dst, scratchpad);
 }
 
 void execute(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,

@@ -1,0 +1,376 @@
+#include "core/backward.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+#include <exception>
+#include <set>
+
+#include "core/forward.hpp"
+#include "kernels/silu_mul_backward.hpp"
+
+namespace swiglu::detail {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+// Below this many flops a chunk runs on the calling thread (as forward.cpp).
+constexpr double kMinParallelFlops = 1 << 20;
+
+// Kernels of a phase for every row height 1..64 and both tile widths; the
+// 64-row kernel picks the packed layout, the others share it.
+void make_phase_kernels(Phase& phase) {
+    const std::int64_t widths[2] = {phase.columns.width, phase.columns.tail};
+    for (int tail = 0; tail < 2; ++tail) {
+        if (tail == 1 && phase.columns.tail == phase.columns.width) break;
+        MatmulKernel& top = phase.kernels[tail][kRowBuckets - 1];
+        top = make_matmul(kMaxRowTile, phase.k, widths[tail], nullptr);
+        for (int b = 0; b + 1 < kRowBuckets; ++b)
+            phase.kernels[tail][b] =
+                make_matmul(std::int64_t{1} << b, phase.k, widths[tail], &top.weights);
+    }
+}
+
+// Rows cut into tiles of exact power-of-two heights, at most 1 << max_bucket.
+int exact_rows(std::int64_t rows, int max_bucket, RowTile* tiles) {
+    int count = 0;
+    std::int64_t row0 = 0;
+    const std::int64_t top = std::int64_t{1} << max_bucket;
+    for (; rows - row0 >= top; row0 += top) tiles[count++] = {row0, top, max_bucket};
+    for (int b = max_bucket - 1; b >= 0; --b)
+        if ((rows - row0) & (std::int64_t{1} << b)) {
+            tiles[count++] = {row0, std::int64_t{1} << b, b};
+            row0 += std::int64_t{1} << b;
+        }
+    return count;
+}
+
+// Enough for a chunk: 4 tiles of 64 rows, or fewer and one per smaller height.
+constexpr int kMaxExactTiles = 4 + kRowBuckets;
+constexpr int kGradientTopBucket = kGradientBuckets - 1;  // kChunkRows rows
+static_assert((std::int64_t{1} << kGradientTopBucket) == kChunkRows);
+
+}  // namespace
+
+BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3])
+    : d(block.d), f(block.f) {
+    dact.k = d;
+    dact.columns = plan_columns(f, 4 * d);
+    dx.k = 2 * f;
+    dx.columns = plan_columns(d, 8 * f);
+    make_phase_kernels(dact);
+    make_phase_kernels(dx);
+    make_gradient_kernels(layouts);
+    pack(block);
+    std::set<std::string> impls;
+    auto note = [&](const MatmulKernel& k) {
+        if (!k) return;
+        impls.insert(k.implementation);
+        scratchpad_bytes = std::max(scratchpad_bytes, k.scratchpad_bytes);
+    };
+    for (const Phase* p : {&dact, &dx})
+        for (const auto& row : p->kernels)
+            for (const MatmulKernel& k : row) note(k);
+    for (const GradientKernels& set : gradient_kernels)
+        for (const auto& tail : set.k)
+            for (const auto& bucket : tail)
+                for (const MatmulKernel& k : bucket) note(k);
+    for (const std::string& name : impls)
+        implementation += (implementation.empty() ? "" : ",") + name;
+}
+
+// The forward's f32 weights, read back tile by tile into plain (in, out)
+// matrices, then transposed into the backward's tiles: Wd^T's (d x w)
+// slices of f, and [Wg^T ; Wu^T]'s (2f x w) slices of d.
+void BackwardBlock::pack(const PackedBlock& block) {
+    const Precision& mode = *block.precision;
+    const auto df = static_cast<std::size_t>(d * f);
+    std::vector<float> wg(df), wu(df), wd(df), plain;  // (d, f), (d, f), (f, d)
+    const Phase& gu = block.gate_up;
+    for (std::int64_t j = 0; j < gu.columns.count; ++j) {
+        const std::int64_t c0 = gu.columns.begin(j), w = gu.columns.size(j);
+        plain.resize(static_cast<std::size_t>(d * 2 * w));
+        if (!mode.unpack_f32(gu.tiles[static_cast<std::size_t>(j)], d, 2 * w, plain.data()))
+            throw Error(Status::unsupported,
+                        std::string("backward: needs an Ffn of dtype f32 (this one is ") +
+                            dtype_name(mode.dtype()) + ")");
+        for (std::int64_t i = 0; i < d; ++i)
+            for (std::int64_t c = 0; c < w; ++c) {
+                wg[static_cast<std::size_t>(i * f + c0 + c)] = plain[i * 2 * w + c];
+                wu[static_cast<std::size_t>(i * f + c0 + c)] = plain[i * 2 * w + w + c];
+            }
+    }
+    const Phase& dn = block.down;
+    for (std::int64_t j = 0; j < dn.columns.count; ++j) {
+        const std::int64_t c0 = dn.columns.begin(j), w = dn.columns.size(j);
+        plain.resize(static_cast<std::size_t>(f * w));
+        mode.unpack_f32(dn.tiles[static_cast<std::size_t>(j)], f, w, plain.data());
+        for (std::int64_t i = 0; i < f; ++i)
+            std::memcpy(&wd[static_cast<std::size_t>(i * d + c0)], &plain[i * w],
+                        static_cast<std::size_t>(w) * sizeof(float));
+    }
+
+    auto bytes = [](const Phase& p, std::int64_t j) {
+        return (p.kernel(j, kRowBuckets - 1).weights.get_size() + 63) / 64 * 64;
+    };
+    std::size_t total = 0;
+    for (const Phase* p : {&dact, &dx})
+        for (std::int64_t j = 0; j < p->columns.count; ++j) total += bytes(*p, j);
+    arena = WeightArena(total);
+    std::size_t offset = 0;
+    auto place = [&](Phase& p, std::int64_t j, const std::vector<float>& tile, std::int64_t n) {
+        p.tiles.emplace_back(p.kernel(j, kRowBuckets - 1).weights, cpu_engine(),
+                             arena.data() + offset);
+        p.tile_data.push_back(arena.data() + offset);
+        offset += bytes(p, j);
+        reorder(tile.data(), dnnl::memory::desc({p.k, n}, dt::f32, {n, 1}), p.tiles.back());
+    };
+    // Wd^T tile j: (d x w), element (i, c) = Wd(c0 + c, i).
+    for (std::int64_t j = 0; j < dact.columns.count; ++j) {
+        const std::int64_t c0 = dact.columns.begin(j), w = dact.columns.size(j);
+        plain.assign(static_cast<std::size_t>(d * w), 0.0f);
+        for (std::int64_t c = 0; c < w; ++c)
+            for (std::int64_t i = 0; i < d; ++i) plain[i * w + c] = wd[(c0 + c) * d + i];
+        place(dact, j, plain, w);
+    }
+    // [Wg^T ; Wu^T] tile j: (2f x w), element (k, c) = Wg(c0 + c, k) for
+    // k < f, Wu(c0 + c, k - f) after.
+    for (std::int64_t j = 0; j < dx.columns.count; ++j) {
+        const std::int64_t c0 = dx.columns.begin(j), w = dx.columns.size(j);
+        plain.assign(static_cast<std::size_t>(2 * f * w), 0.0f);
+        for (std::int64_t c = 0; c < w; ++c)
+            for (std::int64_t k = 0; k < f; ++k) {
+                plain[k * w + c] = wg[(c0 + c) * f + k];
+                plain[(f + k) * w + c] = wu[(c0 + c) * f + k];
+            }
+        place(dx, j, plain, w);
+    }
+}
+
+// Each gradient as its weight is held: (out, in) takes dW = dOut^T @ In,
+// (in, out) dW = In^T @ dOut, with In / dOut the chunk's rows of x and
+// [dgate | dup] (gate, up) or of act and dy (down). Gate and up share
+// kernels when they share a layout.
+void BackwardBlock::make_gradient_kernels(const Layout (&layouts)[3]) {
+    for (int role = 0; role < 3; ++role) {
+        GradientGeometry& g = gradients[role];
+        const bool out_in = g.out_in = layouts[role] == Layout::out_in;
+        if (role < 2) {  // gate, up: In = x (stride d), dOut = a half of [dgate | dup] (2f)
+            g.rows = out_in ? f : d;
+            g.cols = out_in ? d : f;
+            g.s_stride = out_in ? 2 * f : d;
+            g.b_stride = out_in ? d : 2 * f;
+        } else {  // down: In = act (stride f), dOut = dy (d)
+            g.rows = out_in ? d : f;
+            g.cols = out_in ? f : d;
+            g.s_stride = out_in ? d : f;
+            g.b_stride = out_in ? f : d;
+        }
+        g.tiles = ColumnTiling{g.rows, std::min<std::int64_t>(kMaxRowTile, g.rows), 0, 0};
+        g.tiles.count = (g.rows + g.tiles.width - 1) / g.tiles.width;
+        g.tiles.tail = g.rows - (g.tiles.count - 1) * g.tiles.width;
+        if (role == 1 && layouts[1] == layouts[0]) {
+            g.kernel_set = gradients[0].kernel_set;
+            continue;
+        }
+        g.kernel_set = static_cast<int>(gradient_kernels.size());
+        GradientKernels& set = gradient_kernels.emplace_back();
+        const std::int64_t widths[2] = {g.tiles.width, g.tiles.tail};
+        for (int tail = 0; tail < 2; ++tail) {
+            if (tail == 1 && g.tiles.tail == g.tiles.width) break;
+            for (int b = 0; b < kGradientBuckets; ++b)
+                for (int acc = 0; acc < 2; ++acc)
+                    set.k[tail][b][acc] =
+                        make_strided_matmul(widths[tail], std::int64_t{1} << b, g.cols,
+                                            {1, g.s_stride}, {g.b_stride, 1}, acc == 1);
+        }
+    }
+}
+
+BackwardWorker::BackwardWorker(const BackwardBlock& block)
+    : stream(cpu_engine()),
+      gradients(block.gradient_kernels.size()),
+      tile(static_cast<std::size_t>(kMaxRowTile *
+                                    std::max(block.dact.columns.width, block.dx.columns.width))),
+      scratchpad(block.scratchpad_bytes) {
+    for (int t = 0; t < 2; ++t)
+        for (int b = 0; b < kRowBuckets; ++b) {
+            if (const MatmulKernel& k = block.dact.kernels[t][b]) dact[t][b].bind(k);
+            if (const MatmulKernel& k = block.dx.kernels[t][b]) dx[t][b].bind(k);
+        }
+    for (std::size_t s = 0; s < gradients.size(); ++s)
+        for (int t = 0; t < 2; ++t)
+            for (int b = 0; b < kGradientBuckets; ++b)
+                for (int acc = 0; acc < 2; ++acc)
+                    if (const MatmulKernel& k = block.gradient_kernels[s].k[t][b][acc])
+                        gradients[s].b[t][b][acc].bind(k);
+}
+
+BackwardWorkspace::BackwardWorkspace(const BackwardBlock& block, int threads)
+    : gate(static_cast<std::size_t>(kChunkRows * block.f)),
+      up(static_cast<std::size_t>(kChunkRows * block.f)),
+      y(static_cast<std::size_t>(kChunkRows * block.d)),
+      dgate_up(static_cast<std::size_t>(kChunkRows * 2 * block.f)),
+      act(static_cast<std::size_t>(kChunkRows * block.f)) {
+    workers.reserve(static_cast<std::size_t>(threads));
+    for (int w = 0; w < threads; ++w) workers.emplace_back(block);
+}
+
+namespace {
+
+// One chunk of rows through the three phases.
+struct BackwardChunk {
+    BackwardChunk(const BackwardBlock& block, BackwardWorkspace& ws, const float* x,
+                  const float* dy, float* dx, const float* gate, const float* up,
+                  const GradientSink& sink, bool first_chunk)
+        : block(block),
+          ws(ws),
+          x(x),
+          dy(dy),
+          dx(dx),
+          gate(gate),
+          up(up),
+          sink(sink),
+          first_chunk(first_chunk) {}
+
+    const BackwardBlock& block;
+    BackwardWorkspace& ws;
+    const float* x;     // the chunk's first row (stride d)
+    const float* dy;    // (stride d)
+    float* dx;          // (stride d)
+    const float* gate;  // the chunk's gate and up rows (stride f)
+    const float* up;
+    const GradientSink& sink;
+    bool first_chunk;
+    RowTile tiles[kMaxExactTiles];  // for phases A and B
+    int row_tiles = 0;
+    RowTile reduction[kGradientBuckets];  // for phase C
+    int reductions = 0;
+    int gradient_tasks[4] = {};  // prefix sums of the asked gradients' tiles
+    float* gradient_out[3] = {};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+
+    // dact tile, then dgate, dup and act rows while it is in cache.
+    void phase_a(std::int64_t task, int worker) {
+        const std::int64_t j = task / row_tiles;
+        const RowTile& t = tiles[task % row_tiles];
+        const Phase& p = block.dact;
+        const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j), f = block.f;
+        const bool tail = p.columns.is_tail(j);
+        BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
+        execute(p.kernel(j, t.bucket), bw.dact[tail ? 1 : 0][t.bucket], bw.stream,
+                p.tiles[static_cast<std::size_t>(j)], dy + t.row0 * block.d, bw.tile.data(),
+                bw.scratchpad.data());
+        for (std::int64_t r = 0; r < t.rows; ++r) {
+            const std::int64_t row = t.row0 + r;
+            float* dgu = ws.dgate_up.data() + row * 2 * f;
+            silu_mul_backward(gate + row * f + c0, up + row * f + c0, bw.tile.data() + r * w,
+                              dgu + c0, dgu + f + c0, ws.act.data() + row * f + c0,
+                              static_cast<std::size_t>(w));
+        }
+    }
+
+    // One 64-row tile of one weight gradient, over the chunk's rows.
+    void phase_c(std::int64_t task, int worker) {
+        int role = 0;
+        while (task >= gradient_tasks[role + 1]) ++role;
+        const std::int64_t tile = task - gradient_tasks[role];
+        const GradientGeometry& g = block.gradients[role];
+        const std::int64_t r0 = g.tiles.begin(tile);
+        const int tail = g.tiles.is_tail(tile) ? 1 : 0;
+        // S and B of this role at the chunk's first row (backward.hpp).
+        const std::int64_t f = block.f;
+        const float* in = role < 2 ? x : ws.act.data();
+        const float* d_out = role == 0   ? ws.dgate_up.data()
+                             : role == 1 ? ws.dgate_up.data() + f
+                                         : dy;
+        const float* s = g.out_in ? d_out : in;
+        const float* b = g.out_in ? in : d_out;
+        BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
+        const GradientKernels& set = block.gradient_kernels[static_cast<std::size_t>(g.kernel_set)];
+        auto& bindings = bw.gradients[static_cast<std::size_t>(g.kernel_set)];
+        for (int k = 0; k < reductions; ++k) {
+            const RowTile& t = reduction[k];
+            const int acc = first_chunk && k == 0 && !sink.accumulate ? 0 : 1;
+            execute_plain(set.k[tail][t.bucket][acc], bindings.b[tail][t.bucket][acc], bw.stream,
+                          s + t.row0 * g.s_stride + r0, b + t.row0 * g.b_stride,
+                          gradient_out[role] + r0 * g.cols, bw.scratchpad.data());
+        }
+    }
+
+    // dx tile from [dgate | dup], into dx.
+    void phase_b(std::int64_t task, int worker) {
+        const std::int64_t j = task / row_tiles;
+        const RowTile& t = tiles[task % row_tiles];
+        const Phase& p = block.dx;
+        const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j);
+        const bool tail = p.columns.is_tail(j);
+        BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
+        execute(p.kernel(j, t.bucket), bw.dx[tail ? 1 : 0][t.bucket], bw.stream,
+                p.tiles[static_cast<std::size_t>(j)], ws.dgate_up.data() + t.row0 * 2 * block.f,
+                bw.tile.data(), bw.scratchpad.data());
+        for (std::int64_t r = 0; r < t.rows; ++r)
+            std::memcpy(dx + (t.row0 + r) * block.d + c0, bw.tile.data() + r * w,
+                        static_cast<std::size_t>(w) * sizeof(float));
+    }
+
+    // Runs tasks [0, n) of one phase (as forward.cpp's Chunk::run).
+    template <void (BackwardChunk::*Task)(std::int64_t, int)>
+    void run(ThreadPool* pool, std::int64_t n) {
+        auto body = [this](std::int64_t task, int worker) {
+            if (failed.load(std::memory_order_relaxed)) return;
+            try {
+                (this->*Task)(task, worker);
+            } catch (...) {
+                if (!failed.exchange(true)) error = std::current_exception();
+            }
+        };
+        if (pool)
+            pool->run(n, body);
+        else
+            for (std::int64_t t = 0; t < n; ++t) body(t, 0);
+        if (failed.load()) std::rethrow_exception(error);
+    }
+};
+
+}  // namespace
+
+void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const PackedBlock& block,
+                  Workspace& forward_ws, ThreadPool* pool, const float* x, const float* dy,
+                  float* dx, std::int64_t rows, const GradientSink& sink, const float* saved) {
+    const std::int64_t d = backward.d, f = backward.f;
+    float* outputs[3] = {sink.gate, sink.up, sink.down};
+    for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
+        const std::int64_t n = std::min(kChunkRows, rows - m0);
+        ThreadPool* use =
+            pool && 12.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
+        const float* gate = ws.gate.data();
+        const float* up = ws.up.data();
+        if (saved) {
+            gate = saved + m0 * f;
+            up = saved + rows * f + m0 * f;
+        } else {
+            const TraceSink keep{ws.gate.data(), ws.up.data(), nullptr};
+            run_block(block, forward_ws, use, x + m0 * d, ws.y.data(), n, &keep);
+        }
+        BackwardChunk chunk(backward, ws, x + m0 * d, dy + m0 * d, dx + m0 * d, gate, up, sink,
+                            m0 == 0);
+        chunk.row_tiles = exact_rows(n, kRowBuckets - 1, chunk.tiles);
+        chunk.reductions = exact_rows(n, kGradientTopBucket, chunk.reduction);
+        for (int role = 0; role < 3; ++role) {
+            const bool asked = outputs[role] != nullptr;
+            chunk.gradient_out[role] = outputs[role];
+            chunk.gradient_tasks[role + 1] =
+                chunk.gradient_tasks[role] +
+                (asked ? static_cast<int>(backward.gradients[role].tiles.count) : 0);
+        }
+        chunk.run<&BackwardChunk::phase_a>(use, chunk.row_tiles * backward.dact.columns.count);
+        if (chunk.gradient_tasks[3] > 0)
+            chunk.run<&BackwardChunk::phase_c>(use, chunk.gradient_tasks[3]);
+        chunk.run<&BackwardChunk::phase_b>(use, chunk.row_tiles * backward.dx.columns.count);
+    }
+}
+
+}  // namespace swiglu::detail

@@ -1,0 +1,121 @@
+// The block's backward pass. For dy = dL/dy (rows, d):
+//
+//   dact  = dy @ Wd^T                           (rows, f)
+//   dgate = dact * up * s * (1 + gate (1 - s)),  s = sigmoid(gate)
+//   dup   = dact * SiLU(gate)
+//   dx    = [dgate | dup] @ [Wg^T ; Wu^T]       (rows, d): one matmul, k = 2f
+//   dWd = act^T @ dy,  dWg = x^T @ dgate,  dWu = x^T @ dup  (in (in, out) terms)
+//
+// In chunks of kChunkRows rows, three phases each, every matmul a oneDNN
+// primitive created once (when backward is first enabled) and run
+// single-threaded inside our pool, like the forward's:
+//   A  tasks = f-column tile x row tile: dact's tile from dy and the packed
+//      Wd^T tile, then the fused SiLU*up backward (kernels/silu_mul_backward)
+//      while it is in cache: [dgate | dup] and act rows into the chunk's
+//      buffers. gate and up come from the caller's saved activations
+//      (forward_for_backward) or are recomputed by a forward over the chunk.
+//   C  tasks = 64-row tiles of each weight gradient asked for: its rows over
+//      the chunk's rows, a strided (transposed) view of one operand, written
+//      by the first chunk and accumulated (oneDNN's sum post-op) after.
+//   B  tasks = d-column tile x row tile: dx's tile from [dgate | dup] and the
+//      packed [Wg^T ; Wu^T] tile. Last, so dx may be x or dy themselves.
+// Row tiles are exact powers of two (no padding rows), so every output
+// element is computed by the same primitives in the same order whatever the
+// thread count: results are bit-identical for any thread count.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <swiglu/swiglu.hpp>
+
+#include "common/aligned_buffer.hpp"
+#include "core/packed_block.hpp"
+#include "core/thread_pool.hpp"
+#include "core/workspace.hpp"
+
+namespace swiglu::detail {
+
+// Where the weight gradients go, each as the caller holds that weight
+// (rows x cols in its layout); null = not wanted.
+struct GradientSink {
+    float* gate = nullptr;
+    float* up = nullptr;
+    float* down = nullptr;
+    bool accumulate = false;  // add into the buffers instead of overwriting
+};
+
+// Row heights of the weight-gradient matmuls' reduction: 1 .. kChunkRows.
+inline constexpr int kGradientBuckets = 9;
+
+// A weight gradient's matmul: dW (rows x cols) = S^T @ B over a chunk's
+// rows, S and B row-major with the given row strides (elements).
+struct GradientGeometry {
+    bool out_in = true;  // S = the output gradient, B = the input; else the reverse
+    std::int64_t rows = 0, cols = 0;
+    std::int64_t s_stride = 0, b_stride = 0;
+    ColumnTiling tiles;  // 64-row tiles of dW: the tasks
+    int kernel_set = 0;  // BackwardBlock::gradient_kernels
+};
+
+// The kernels of one gradient geometry: [tail tile][reduction bucket][accumulate].
+struct GradientKernels {
+    MatmulKernel k[2][kGradientBuckets][2];
+};
+
+class BackwardBlock {
+public:
+    // Reads the forward's packed f32 weights back (Precision::unpack_f32;
+    // throws Error(unsupported) for other modes), packs Wd^T and
+    // [Wg^T ; Wu^T] for oneDNN, creates every kernel. `layouts`: how gate,
+    // up and down were given, which is how their gradients are written.
+    BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3]);
+
+    std::int64_t d = 0, f = 0;
+    Phase dact;  // dy @ Wd^T: k = d, column tiles over f
+    Phase dx;    // [dgate | dup] @ [Wg^T ; Wu^T]: k = 2f, column tiles over d
+    WeightArena arena;
+    GradientGeometry gradients[3];  // gate, up, down
+    std::vector<GradientKernels> gradient_kernels;
+    std::size_t scratchpad_bytes = 0;  // the largest any kernel needs
+    std::string implementation;        // oneDNN's, e.g. "gemm:jit,brg:avx512_core"
+
+private:
+    void pack(const PackedBlock& block);
+    void make_gradient_kernels(const Layout (&layouts)[3]);
+};
+
+struct BackwardWorker {
+    explicit BackwardWorker(const BackwardBlock& block);
+
+    dnnl::stream stream;
+    MatmulBinding dact[2][kRowBuckets], dx[2][kRowBuckets];  // [tail][bucket]
+    struct GradientBindings {
+        MatmulBinding b[2][kGradientBuckets][2];  // as GradientKernels::k
+    };
+    std::vector<GradientBindings> gradients;  // per kernel set
+    AlignedBuffer<float> tile;                // one matmul result tile
+    AlignedBuffer<unsigned char> scratchpad;
+};
+
+// A backward call's scratch, per chunk (never per token count), made on a
+// lease slot's first backward and kept.
+struct BackwardWorkspace {
+    BackwardWorkspace(const BackwardBlock& block, int threads);
+
+    AlignedBuffer<float> gate, up;  // recomputed gate and up (kChunkRows x f each)
+    AlignedBuffer<float> y;         // the recomputing forward's output (dropped)
+    AlignedBuffer<float> dgate_up;  // [dgate | dup] rows (kChunkRows x 2f)
+    AlignedBuffer<float> act;       // SiLU(gate) * up rows (kChunkRows x f)
+    std::vector<BackwardWorker> workers;
+};
+
+// dx (and the gradients `sink` asks for) for `rows` >= 1 tokens. `saved`:
+// gate then up, (rows x f) each, from forward_for_backward; null recomputes
+// them with `block` and `forward_ws`. `pool` as for run_block.
+void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const PackedBlock& block,
+                  Workspace& forward_ws, ThreadPool* pool, const float* x, const float* dy,
+                  float* dx, std::int64_t rows, const GradientSink& sink, const float* saved);
+
+}  // namespace swiglu::detail

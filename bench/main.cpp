@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "backward_bench.hpp"
 #include "core/precision.hpp"
 #include "ffn_bench.hpp"
 #include "machine_probe.hpp"
@@ -351,6 +352,9 @@ int main(int argc, char** argv) {
 
     swiglu_bench::register_ffn_benchmarks(
         quick, swiglu_bench::bench_thread_counts(lib.threads_default), dtypes);
+    if (std::find(dtypes.begin(), dtypes.end(), swiglu::Dtype::f32) != dtypes.end())
+        swiglu_bench::register_backward_benchmarks(
+            quick, swiglu_bench::bench_thread_counts(lib.threads_default));
     ForwardingReporter display(benchmark::CreateDefaultDisplayReporter(), true);
     if (out_file.empty()) {
         benchmark::RunSpecifiedBenchmarks(&display);

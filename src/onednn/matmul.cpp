@@ -72,7 +72,8 @@ MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
 
 MatmulKernel make_strided_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
                                  const dnnl::memory::dims& src_strides,
-                                 const dnnl::memory::dims& weights_strides, bool accumulate) {
+                                 const dnnl::memory::dims& weights_strides,
+                                 const dnnl::memory::dims& dst_strides, bool accumulate) {
     dnnl::primitive_attr attr;
     if (accumulate) {
         dnnl::post_ops sum;
@@ -81,7 +82,7 @@ MatmulKernel make_strided_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
     }
     return create(dnnl::memory::desc({m, k}, dt::f32, src_strides),
                   dnnl::memory::desc({k, n}, dt::f32, weights_strides),
-                  dnnl::memory::desc({m, n}, dt::f32, tag::ab), attr);
+                  dnnl::memory::desc({m, n}, dt::f32, dst_strides), attr);
 }
 
 void reorder(const void* src, const dnnl::memory::desc& from, const dnnl::memory& to) {

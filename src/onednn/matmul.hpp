@@ -69,14 +69,14 @@ MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
                          const dnnl::memory::desc* packed, const MatmulTypes& types = {});
 
 // A matmul on plain strided operands, for the backward's weight gradients:
-// dst (m x n, row stride n) = src (m x k) @ weights (k x n), or += with
-// `accumulate` (oneDNN's sum post-op), where src and weights are views with
-// the given strides ({row, column} in elements: a transposed view is
-// {1, ld}). Both operands change per call (execute_plain); oneDNN packs what
-// it needs into the scratchpad. Throws swiglu::Error.
+// dst (m x n) = src (m x k) @ weights (k x n), or += with `accumulate`
+// (oneDNN's sum post-op), each a view with the given strides ({row,
+// column} in elements). Both operands change per call (execute_plain);
+// oneDNN packs what it needs into the scratchpad. Throws swiglu::Error.
 MatmulKernel make_strided_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
                                  const dnnl::memory::dims& src_strides,
-                                 const dnnl::memory::dims& weights_strides, bool accumulate);
+                                 const dnnl::memory::dims& weights_strides,
+                                 const dnnl::memory::dims& dst_strides, bool accumulate);
 
 // Copies data laid out as `from` at `src` into `to` (any layouts, e.g. a
 // strided view into a packed one; f32 -> bf16 rounds to nearest even).

@@ -340,7 +340,12 @@ struct BackwardChunk {
         while (task >= gradient_tasks[role + 1]) ++role;
         const GradientGeometry& g = block.gradients[role];
         const std::int64_t tile = task - gradient_tasks[role];
-        const std::int64_t i = tile / g.col_tiles.count, j = tile % g.col_tiles.count;
+        // Consecutive tasks share the tile of the larger operand (B's
+        // columns when dW is wider than tall), which then stays in cache:
+X
+        const bool columns_outer = g.cols > g.rows;
+        const std::int64_t i = columns_outer ? tile % g.row_tiles.count : tile / g.col_tiles.count;
+        const std::int64_t j = columns_outer ? tile / g.row_tiles.count : tile % g.col_tiles.count;
         const std::int64_t r0 = g.row_tiles.begin(i), c0 = g.col_tiles.begin(j);
         const int rt = g.row_tiles.is_tail(i) ? 1 : 0, ct = g.col_tiles.is_tail(j) ? 1 : 0;
         const float* st = ws.transposed[role].data() + r0 * kChunkRows;

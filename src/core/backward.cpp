@@ -341,8 +341,9 @@ struct BackwardChunk {
         const GradientGeometry& g = block.gradients[role];
         const std::int64_t tile = task - gradient_tasks[role];
         // Consecutive tasks share the tile of the larger operand (B's
-        // columns when dW is wider than tall), which then stays in cache:
-X
+        // columns when dW is wider than tall), which then stays in cache
+        // (llama7b's dW_down, 4096 x 11008: 66 -> 75-83 % of the peak, on
+        // one core).
         const bool columns_outer = g.cols > g.rows;
         const std::int64_t i = columns_outer ? tile % g.row_tiles.count : tile / g.col_tiles.count;
         const std::int64_t j = columns_outer ? tile / g.row_tiles.count : tile % g.col_tiles.count;

@@ -246,6 +246,55 @@ TEST_CASE("bf16 and int8 through the C API give the C++ API's numbers") {
     }
 }
 
+TEST_CASE("the backward through the C API gives the C++ API's numbers") {
+    RandomBlock b(13, 29, swiglu::Layout::in_out, 5);
+    const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
+                        dn = c_weight(b.down_view());
+    swiglu_ffn* ffn = nullptr;
+    const swiglu_options one = c_options(1);
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, &one, &ffn) == SWIGLU_OK);
+    const swiglu::Ffn cpp(b.gate_view(), b.up_view(), b.down_view(), swiglu::Options{1});
+    const std::int64_t tokens = 6, df = 13 * 29;
+    const auto x = swiglu::test::random_input(tokens, 13, 6);
+    const auto dy = swiglu::test::random_input(tokens, 13, 7);
+    std::vector<float> y(x.size()), saved(static_cast<std::size_t>(2 * tokens * 29)), dx(x.size()),
+        gate(df), up(df), down(df, 1.0f);
+    REQUIRE(swiglu_ffn_forward_for_backward(ffn, x.data(), y.data(), saved.data(), tokens) ==
+            SWIGLU_OK);
+    const swiglu_gradients grads = {gate.data(), up.data(), down.data(), 0};
+    REQUIRE(swiglu_ffn_backward(ffn, x.data(), dy.data(), dx.data(), tokens, &grads,
+                                saved.data()) == SWIGLU_OK);
+    std::vector<float> dx_cpp(x.size()), gate_cpp(df), up_cpp(df), down_cpp(df);
+    cpp.backward(x.data(), dy.data(), dx_cpp.data(), tokens,
+                 swiglu::Gradients{gate_cpp.data(), up_cpp.data(), down_cpp.data()});
+    CHECK(dx == dx_cpp);
+    CHECK(gate == gate_cpp);
+    CHECK(up == up_cpp);
+    CHECK(down == down_cpp);
+    // No gradients asked: dx alone, recomputing gate and up.
+    std::vector<float> dx_only(x.size());
+    CHECK(swiglu_ffn_backward(ffn, x.data(), dy.data(), dx_only.data(), tokens, nullptr, nullptr) ==
+          SWIGLU_OK);
+    CHECK(dx_only == dx_cpp);
+    // Errors: a status and the C++ message, nothing written.
+    std::vector<float> untouched(dx);
+    CHECK(swiglu_ffn_backward(ffn, nullptr, dy.data(), dx.data(), tokens, &grads, nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("x is null"));
+    CHECK(swiglu_ffn_backward(nullptr, x.data(), dy.data(), dx.data(), tokens, &grads, nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_ffn_forward_for_backward(ffn, x.data(), y.data(), nullptr, tokens) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(dx == untouched);
+    swiglu_ffn* bf16 = nullptr;
+    const swiglu_options bf16_options = c_options(1, SWIGLU_DTYPE_BF16);
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, &bf16_options, &bf16) == SWIGLU_OK);
+    CHECK(swiglu_ffn_backward(bf16, x.data(), dy.data(), dx.data(), tokens, nullptr, nullptr) ==
+          SWIGLU_UNSUPPORTED);
+    swiglu_ffn_destroy(bf16);
+    swiglu_ffn_destroy(ffn);
+}
+
 TEST_CASE("status names") {
     CHECK(std::string(swiglu_status_name(SWIGLU_OK)) == "SWIGLU_OK");
     CHECK(std::string(swiglu_status_name(SWIGLU_INVALID_ARGUMENT)) == "SWIGLU_INVALID_ARGUMENT");

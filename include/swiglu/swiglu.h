@@ -99,6 +99,33 @@ SWIGLU_C_API swiglu_status swiglu_ffn_create_from_checkpoint(const char* path,
 SWIGLU_C_API swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y,
                                               int64_t tokens);
 
+/* ---- The backward pass (f32 blocks; README, "Backward") ---------------- */
+
+/* Weight gradients for swiglu_ffn_backward: each d * f floats, laid out as
+ * that weight was given (its swiglu_weight's layout, or the checkpoint's).
+ * NULL: not computed. accumulate != 0 adds into the buffers (gradient
+ * accumulation over micro-batches) instead of overwriting them. */
+typedef struct swiglu_gradients {
+    float* gate;
+    float* up;
+    float* down;
+    int accumulate;
+} swiglu_gradients;
+
+/* For dy = dL/dy (tokens, d): dx = dL/dx (tokens, d) and, with grads (may be
+ * NULL), the weight gradients. saved: gate then up (tokens, f each) from
+ * swiglu_ffn_forward_for_backward on the same x, or NULL to recompute them.
+ * dx may be x or dy itself; other overlaps are rejected. SWIGLU_UNSUPPORTED
+ * for a dtype other than f32. */
+SWIGLU_C_API swiglu_status swiglu_ffn_backward(const swiglu_ffn* ffn, const float* x,
+                                               const float* dy, float* dx, int64_t tokens,
+                                               const swiglu_gradients* grads, const float* saved);
+
+/* swiglu_ffn_forward that also writes gate then up into saved
+ * (2 * tokens * f floats) for swiglu_ffn_backward. */
+SWIGLU_C_API swiglu_status swiglu_ffn_forward_for_backward(const swiglu_ffn* ffn, const float* x,
+                                                           float* y, float* saved, int64_t tokens);
+
 /* The block's widths: d (model) and f (hidden). Either pointer may be NULL. */
 SWIGLU_C_API swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, int64_t* f);
 

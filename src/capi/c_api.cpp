@@ -148,6 +148,25 @@ swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y
     });
 }
 
+swiglu_status swiglu_ffn_backward(const swiglu_ffn* ffn, const float* x, const float* dy, float* dx,
+                                  int64_t tokens, const swiglu_gradients* grads,
+                                  const float* saved) {
+    return status_of([&] {
+        require(ffn != nullptr, "swiglu_ffn_backward: ffn is NULL");
+        swiglu::Gradients g;
+        if (grads) g = {grads->gate, grads->up, grads->down, grads->accumulate != 0};
+        ffn->ffn.backward(x, dy, dx, tokens, g, saved);
+    });
+}
+
+swiglu_status swiglu_ffn_forward_for_backward(const swiglu_ffn* ffn, const float* x, float* y,
+                                              float* saved, int64_t tokens) {
+    return status_of([&] {
+        require(ffn != nullptr, "swiglu_ffn_forward_for_backward: ffn is NULL");
+        ffn->ffn.forward_for_backward(x, y, saved, tokens);
+    });
+}
+
 swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, int64_t* f) {
     return status_of([&] {
         require(ffn != nullptr, "swiglu_ffn_dims: ffn is NULL");

@@ -173,6 +173,11 @@ public:
     // pays nothing for this: tracing is a separate entry point.
     void forward_traced(const float* x, float* y, std::int64_t tokens, Trace& trace) const;
 
+    // How each weight was given (WeightView's layout, or the checkpoint's):
+    // the layout of its gradient in backward().
+    enum class Weight { gate, up, down };
+    Layout layout(Weight weight) const;
+
     // ---- the backward pass (f32 blocks; README, "Backward") -------------
     // For dy = dL/dy (tokens, d): dx = dL/dx (tokens, d), and with `grads`
     // the weight gradients dL/dW_gate, dL/dW_up, dL/dW_down. The backward

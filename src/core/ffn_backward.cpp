@@ -92,6 +92,16 @@ void check_overlaps(const char* what, const std::vector<Buffer>& buffers,
 
 }  // namespace
 
+Layout Ffn::layout(Weight weight) const {
+    const detail::FfnImpl& impl = live_impl(impl_);
+    switch (weight) {
+        case Weight::gate: return impl.layouts[0];
+        case Weight::up: return impl.layouts[1];
+        case Weight::down: return impl.layouts[2];
+    }
+    invalid("layout: weight must be Weight::gate, up or down");
+}
+
 std::int64_t Ffn::saved_floats(std::int64_t tokens) const {
     const detail::FfnImpl& impl = live_impl(impl_);
     if (tokens < 0)

@@ -10,6 +10,7 @@
 #include <pybind11/stl.h>
 
 #include <algorithm>
+#include <optional>
 #include <string>
 
 #include <swiglu/checkpoint.hpp>
@@ -143,6 +144,60 @@ PYBIND11_MODULE(_swiglu, m) {
                 for (int i = 0; i < calls; ++i) ffn.forward(in, y, rows);
             },
             py::arg("x").noconvert(), py::arg("out").noconvert(), py::arg("calls"))
+        // The backward's entry points, on the caller's buffers (checked by
+        // the package first; the library checks sizes and overlaps again).
+        .def(
+            "forward_for_backward_into",
+            [](const swiglu::Ffn& ffn, const Array& x, Array& y, Array& saved) {
+                const std::int64_t rows = rows_of(ffn, x);
+                if (y.size() != x.size()) throw py::value_error("y must have x's shape");
+                if (saved.size() != ffn.saved_floats(rows))
+                    throw py::value_error("saved must hold 2 * tokens * f floats");
+                const float* in = x.data();
+                float* out = y.mutable_data();
+                float* keep = saved.mutable_data();
+                py::gil_scoped_release unlocked;
+                ffn.forward_for_backward(in, out, keep, rows);
+            },
+            py::arg("x").noconvert(), py::arg("y").noconvert(), py::arg("saved").noconvert())
+        .def(
+            "backward_into",
+            [](const swiglu::Ffn& ffn, const Array& x, const Array& dy, Array& dx,
+               std::optional<Array> gate, std::optional<Array> up, std::optional<Array> down,
+               bool accumulate, std::optional<Array> saved) {
+                const std::int64_t rows = rows_of(ffn, x);
+                if (dy.size() != x.size() || dx.size() != x.size())
+                    throw py::value_error("dy and dx must have x's shape");
+                const std::int64_t df = ffn.d() * ffn.f();
+                auto grad = [&](std::optional<Array>& g, const char* name) -> float* {
+                    if (!g) return nullptr;
+                    if (g->size() != df)
+                        throw py::value_error(std::string(name) + " must hold d * f floats");
+                    return g->mutable_data();
+                };
+                const swiglu::Gradients grads{grad(gate, "gate"), grad(up, "up"),
+                                              grad(down, "down"), accumulate};
+                if (saved && saved->size() != ffn.saved_floats(rows))
+                    throw py::value_error("saved must hold 2 * tokens * f floats");
+                const float* kept = saved ? saved->data() : nullptr;
+                const float *in = x.data(), *d_out = dy.data();
+                float* d_in = dx.mutable_data();
+                py::gil_scoped_release unlocked;
+                ffn.backward(in, d_out, d_in, rows, grads, kept);
+            },
+            py::arg("x").noconvert(), py::arg("dy").noconvert(), py::arg("dx").noconvert(),
+            py::arg("gate").noconvert(), py::arg("up").noconvert(), py::arg("down").noconvert(),
+            py::arg("accumulate"), py::arg("saved").noconvert())
+        .def_property_readonly("layouts",
+                               [](const swiglu::Ffn& ffn) {
+                                   auto name = [&](swiglu::Ffn::Weight w) {
+                                       return ffn.layout(w) == swiglu::Layout::out_in ? "out_in"
+                                                                                      : "in_out";
+                                   };
+                                   return py::make_tuple(name(swiglu::Ffn::Weight::gate),
+                                                         name(swiglu::Ffn::Weight::up),
+                                                         name(swiglu::Ffn::Weight::down));
+                               })
         .def(
             "trace",
             [](const swiglu::Ffn& ffn, const Array& x) {

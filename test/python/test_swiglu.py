@@ -157,3 +157,82 @@ def test_load_a_checkpoint(tmp_path):
     assert e.value.status == "invalid_argument"
     with pytest.raises(swiglu.Error, match="cannot open"):
         swiglu.load(tmp_path / "missing.safetensors")
+
+
+def reference_backward(x, dy, w_gate, w_up, w_down, layout="out_in"):
+    """float64 dx and the weight gradients, each in the weights' layout."""
+    x = np.asarray(x, np.float64).reshape(-1, np.shape(x)[-1])
+    dy = np.asarray(dy, np.float64).reshape(x.shape)
+    g, u, d = (np.asarray(w, np.float64) for w in (w_gate, w_up, w_down))
+    if layout == "out_in":
+        g, u, d = g.T, u.T, d.T  # (in, out)
+    gate, up = x @ g, x @ u
+    s = 1 / (1 + np.exp(-gate))
+    dact = dy @ d.T
+    dgate = dact * up * s * (1 + gate * (1 - s))
+    dup = dact * gate * s
+    act = gate * s * up
+    grads = {"gate": x.T @ dgate, "up": x.T @ dup, "down": act.T @ dy}
+    if layout == "out_in":
+        grads = {k: v.T for k, v in grads.items()}
+    return dgate @ g.T + dup @ u.T, grads
+
+
+def backward_tolerance(d, f, tokens):
+    # test/support/reference_backward.hpp: two dot products deep, of lengths
+    # among d, 2f and tokens.
+    return 16 * 2.0 ** -24 * (np.sqrt(d) + np.sqrt(2 * f) + np.sqrt(tokens)) + 1e-6
+
+
+@pytest.mark.parametrize("d,f", [(1, 1), (7, 13), (33, 61), (128, 341)])
+@pytest.mark.parametrize("layout", ["out_in", "in_out"])
+def test_backward_matches_the_float64_reference(d, f, layout):
+    w = random_block(d, f, layout, seed=d + f)
+    ffn = swiglu.Ffn(*w, layout=layout, threads=2)
+    rng = np.random.default_rng(d)
+    x = rng.uniform(-1, 1, (3, 5, d)).astype(np.float32)
+    dy = rng.uniform(-1, 1, x.shape).astype(np.float32)
+    want_dx, want = reference_backward(x, dy, *w, layout=layout)
+    tol = backward_tolerance(d, f, 15)
+    y, saved = ffn.forward_for_backward(x)
+    np.testing.assert_array_equal(y, ffn(x))
+    for kept in (saved, None):  # saved activations, or recomputed
+        dx, grads = ffn.backward(x, dy, kept)
+        assert dx.shape == x.shape
+        assert relative_error(dx.reshape(-1, d), want_dx) <= tol
+        for name in ("gate", "up", "down"):
+            assert grads[name].shape == ffn.gradient_shape(name) == want[name].shape
+            assert relative_error(grads[name], want[name]) <= tol, name
+
+
+def test_backward_known_values_accumulate_and_dx_alone():
+    # The seed: gate = [-1, 0, 1], up = [2, 3, 4], x = 1, dy = 1 (out_in, d = 1, f = 3).
+    ffn = swiglu.Ffn([[-1.0], [0.0], [1.0]], [[2.0], [3.0], [4.0]], [[1.0, 1.0, 1.0]], threads=1)
+    x = np.ones((1, 1), np.float32)
+    dx, grads = ffn.backward(x, x)
+    # The seed's values have 6 decimals: within 1e-6.
+    np.testing.assert_allclose(grads["gate"].ravel(), [0.144659, 1.5, 3.710682], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(grads["up"].ravel(), [-0.268941, 0, 0.731059], rtol=0, atol=1e-6)
+    np.testing.assert_allclose(grads["down"].ravel(), [-0.537883, 0, 2.924234], rtol=0, atol=1e-6)
+    total = {k: np.full(v.shape, 1.0, np.float32) for k, v in grads.items()}
+    ffn.backward(x, x, grads=total, accumulate=True)
+    for k in grads:
+        np.testing.assert_allclose(total[k], grads[k] + 1, rtol=1e-6)
+    dx_only, none = ffn.backward(x, x, grads={})
+    assert none == {} and np.array_equal(dx_only, dx)
+
+
+def test_backward_bad_input():
+    ffn = swiglu.Ffn(*random_block(8, 12), threads=1)
+    x = np.ones((2, 8), np.float32)
+    with pytest.raises(ValueError, match="dy must have x's shape"):
+        ffn.backward(x, np.ones((3, 8), np.float32))
+    with pytest.raises(ValueError, match=r"grads\['gate'\] must have shape \(12, 8\)"):
+        ffn.backward(x, x, grads={"gate": np.zeros((8, 12), np.float32)})
+    with pytest.raises(ValueError, match="grads keys"):
+        ffn.backward(x, x, grads={"w1": np.zeros((12, 8), np.float32)})
+    with pytest.raises(ValueError, match="saved"):
+        ffn.backward(x, x, saved=np.zeros(5, np.float32))
+    with pytest.raises(swiglu.Error, match="dtype f32") as e:
+        swiglu.Ffn(*random_block(8, 12), dtype="bf16").backward(x, x)
+    assert e.value.status == "unsupported"

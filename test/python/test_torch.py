@@ -158,15 +158,44 @@ def test_modules_swiglu_cannot_run_are_refused_and_nothing_changes():
     SwiGLU.from_module(LlamaMLP(8, 16, act=lambda z: z * torch.sigmoid(z)))
 
 
-def test_autograd_is_refused_until_there_is_a_backward():
-    fast = SwiGLU.from_module(LlamaMLP(8, 16), threads=1)
-    x = torch.ones(2, 8, requires_grad=True)
-    with pytest.raises(RuntimeError, match="inference only"):
-        fast(x)
-    with pytest.raises(RuntimeError, match="inference only"):
-        fast.ffn(x)
-    with torch.no_grad():
-        assert fast(x).shape == (2, 8)
+@pytest.mark.parametrize("seed_module", [SwiGLUFeedForward, LlamaMLP])
+def test_gradients_flow_to_the_input_as_in_the_seed(seed_module):
+    torch.manual_seed(11)
+    d, f = 33, 61
+    seed = seed_module(d, f)
+    fast = SwiGLU.from_module(seed, threads=2)
+    x = (torch.rand(2, 7, d) * 2 - 1).requires_grad_()
+    r = torch.rand(2, 7, d)  # L = sum(y * r)
+    (seed(x) * r).sum().backward()
+    want = x.grad.clone()
+    x.grad = None
+    (fast(x) * r).sum().backward()
+    # The backward's f32 bound (test_swiglu.py, backward_tolerance).
+    bound = 16 * 2.0 ** -24 * (np.sqrt(d) + np.sqrt(2 * f) + np.sqrt(14)) + 1e-6
+    assert relative_error(x.grad.numpy(), want.numpy().astype(np.float64)) <= bound
+    # The weights are frozen: no parameters to train.
+    assert list(fast.parameters()) == []
+
+
+def test_gradients_through_a_stack_and_refusals():
+    torch.manual_seed(12)
+    model = Stack(24, 64, layers=2)
+    x = (torch.rand(3, 24) * 2 - 1).requires_grad_()
+    model(x).square().sum().backward()
+    want = x.grad.clone()
+    x.grad = None
+    replace_mlps(model, threads=2)
+    model(x).square().sum().backward()
+    assert relative_error(x.grad.numpy(), want.numpy().astype(np.float64)) <= 1e-5
+    # The other layers still get their gradients.
+    assert model.layers[0].mix.weight.grad is not None
+    # A bf16 block has no backward: it says how to get one.
+    bf16 = SwiGLU.from_module(LlamaMLP(8, 16), dtype="bf16", threads=1)
+    if bf16.ffn.implementation["dtype"] == "bf16":
+        with pytest.raises(RuntimeError, match="needs an f32 block"):
+            bf16(torch.ones(2, 8, requires_grad=True))
+        with torch.no_grad():
+            assert bf16(torch.ones(2, 8, requires_grad=True)).shape == (2, 8)
 
 
 def test_bfloat16_modules_pack_bf16_and_answer_in_bfloat16():

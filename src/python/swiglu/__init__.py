@@ -149,6 +149,74 @@ class Ffn:
         self._impl.forward_into(xa, ya)
         return result
 
+    # ---- the backward pass (f32 blocks) ---------------------------------
+
+    def gradient_shape(self, weight):
+        """The shape of a weight and of its gradient ("gate", "up" or "down"),
+        as the weight was given: (out, in) for layout "out_in"."""
+        index = ("gate", "up", "down").index(weight)
+        d, f = self.d, self.f
+        out_in = (f, d) if index < 2 else (d, f)
+        return out_in if self._impl.layouts[index] == "out_in" else out_in[::-1]
+
+    def forward_for_backward(self, x, copy=False):
+        """(y, saved): y = block(x), and what backward() needs of this call
+        (gate and up, 2 * tokens * f floats)."""
+        xa = self._input(x, copy)
+        tokens = xa.size // self.d
+        tensor = _is_tensor(x)
+        y, ya = self._new(xa.shape, tensor)
+        saved, sa = self._new((2 * tokens * self.f,), tensor)
+        self._impl.forward_for_backward_into(xa, ya, sa)
+        return y, saved
+
+    def backward(self, x, dy, saved=None, grads=None, accumulate=False, copy=False):
+        """(dx, grads) for dy = dL/dy of block(x): dx = dL/dx, of x's shape,
+        and grads = {"gate", "up", "down"}: the weight gradients, each of
+        gradient_shape(name). grads=None makes all three; a dict fills the
+        arrays it holds (and computes only those: {} for dx alone), adding
+        to them with accumulate=True. saved: from forward_for_backward(x), or
+        None to recompute. Tensors in, tensors out. Needs dtype "f32"."""
+        tensor = _is_tensor(x)
+        xa = self._input(x, copy)
+        dya = self._input(dy, copy)
+        if dya.shape != xa.shape:
+            raise ValueError("dy must have x's shape %s, got %s" % (tuple(xa.shape), tuple(dya.shape)))
+        if grads is None:
+            grads = {name: self._new(self.gradient_shape(name), tensor)[0]
+                     for name in ("gate", "up", "down")}
+        arrays = {}
+        for name, g in grads.items():
+            if name not in ("gate", "up", "down"):
+                raise ValueError("grads keys must be 'gate', 'up' or 'down', got %r" % (name,))
+            ga = _tensor_output(g) if _is_tensor(g) else g
+            if not isinstance(ga, _np.ndarray) or ga.dtype != _np.float32 or not ga.flags.c_contiguous:
+                raise TypeError("grads[%r] must be a float32, C-contiguous array or tensor" % name)
+            if ga.shape != self.gradient_shape(name):
+                raise ValueError("grads[%r] must have shape %s, got %s"
+                                 % (name, self.gradient_shape(name), ga.shape))
+            arrays[name] = ga
+        sa = None
+        if saved is not None:
+            sa = _tensor_output(saved) if _is_tensor(saved) else _np.asarray(saved)
+            if sa.dtype != _np.float32 or sa.size != 2 * (xa.size // self.d) * self.f:
+                raise ValueError("saved must be what forward_for_backward(x) returned")
+            sa = _np.ascontiguousarray(sa)
+        dx, dxa = self._new(xa.shape, tensor)
+        self._impl.backward_into(xa, dya, dxa, arrays.get("gate"), arrays.get("up"),
+                                 arrays.get("down"), bool(accumulate), sa)
+        return dx, grads
+
+    @staticmethod
+    def _new(shape, tensor):
+        # (result, its numpy view): a tensor for tensor callers.
+        if tensor:
+            torch = _sys.modules["torch"]
+            t = torch.empty(tuple(shape), dtype=torch.float32)
+            return t, t.numpy()
+        a = _np.empty(shape, dtype=_np.float32)
+        return a, a
+
     def trace(self, x, copy=False):
         """The intermediates of block(x), as the glassllm seed's tracer keys them:
         {"ffn.gate", "ffn.up", "ffn.act"} (..., f) and {"ffn.down"} (..., d);

@@ -8,9 +8,10 @@ A module qualifies when it has three bias-free nn.Linear children named
 (gate_proj, up_proj, down_proj) (Hugging Face LlamaMLP, Mistral, Qwen2, ...)
 or (gate_proj, val_proj, out_proj) (the CyberSLM seed's SwiGLUFeedForward),
 and, where it has an `act_fn`, that act_fn is SiLU. The replacement computes
-down(SiLU(gate(x)) * up(x)) as the original does, for inference: it holds no
-parameters (the weights are packed inside swiglu) and refuses to run where
-autograd would need a backward.
+down(SiLU(gate(x)) * up(x)) as the original does. Its weights are packed
+inside swiglu and frozen (it holds no parameters): gradients flow through it
+to its input (swiglu's fused backward, f32 blocks), for training what sits
+around frozen blocks (adapters, other layers), not the blocks' own weights.
 """
 
 import torch
@@ -63,6 +64,25 @@ def _is_silu(act):
         return False
 
 
+class _Block(torch.autograd.Function):
+    """y = block(x) with dx = dL/dx from swiglu's backward; gate and up of
+    the forward are kept for it (2 * tokens * f floats)."""
+
+    @staticmethod
+    def forward(ctx, x, ffn):
+        y, saved = ffn.forward_for_backward(x.detach())
+        ctx.ffn = ffn
+        ctx.save_for_backward(x, saved)
+        return y
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, dy):
+        x, saved = ctx.saved_tensors
+        dx, _ = ctx.ffn.backward(x.detach(), dy.contiguous(), saved, grads={})
+        return dx, None
+
+
 def _numpy(weight):
     # float32 on the CPU, sharing memory where it already is.
     return weight.detach().to(device="cpu", dtype=torch.float32).numpy()
@@ -113,10 +133,13 @@ class SwiGLU(nn.Module):
 
     def forward(self, x):
         if x.requires_grad and torch.is_grad_enabled():
-            raise RuntimeError(
-                "swiglu.torch.SwiGLU is inference only (swiglu has no backward yet) and its "
-                "input requires grad: run the model under torch.no_grad() or "
-                "torch.inference_mode()")
+            dtype = self.ffn.implementation["dtype"]
+            if dtype != "f32":
+                raise RuntimeError(
+                    "swiglu's backward needs an f32 block and this one packs %s: build it with "
+                    "dtype='f32' to train through it, or run under torch.no_grad()" % dtype)
+            y = _Block.apply(x.to(torch.float32).contiguous(), self.ffn)
+            return y if x.dtype == torch.float32 else y.to(x.dtype)
         if x.dtype == torch.float32:
             return self.ffn.forward(x, copy=not x.is_contiguous())
         # Other dtypes (bfloat16 models, ...): the block runs in float32.

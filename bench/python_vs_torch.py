@@ -14,8 +14,13 @@ threads = 0). Pairs, each run interleaved, median of rounds:
                                  bf16 support, torch's own loops elsewhere)
     torch bf16  vs swiglu q4_0  (decode: bytes per weight decide it)
 
-    PYTHONPATH=build/python /usr/bin/python3 bench/python_vs_torch.py [--quick]
+    PYTHONPATH=build/python /usr/bin/python3 bench/python_vs_torch.py [--quick] [--backward]
 
+--backward: the training step instead, forward and backward with every
+gradient (dx, dW_gate, dW_up, dW_down) for a given dy: torch autograd on
+the seed module (f32 on the reference BLAS, as Debian's torch runs it)
+against swiglu's forward_for_backward + backward, at cyber (512 tokens) and
+llama7b (32 tokens: the reference BLAS takes ~20 s a call at 512).
 --quick: cyber only and fewer rounds. Hold `flock -x /tmp/cpu.lock`.
 """
 import argparse
@@ -75,9 +80,44 @@ def compare(peer, ours, x, rounds, budget):
     return statistics.median(a), statistics.median(b)
 
 
+def training_step_table(args):
+    """torch autograd (forward + backward, all gradients) against swiglu."""
+    rounds, budget = (3, 0.2) if args.quick else (3, 0.5)
+    shapes = [("cyber", 384, 1024, 512)]
+    if not args.quick:
+        shapes.append(("llama7b", 4096, 11008, 32))
+    print("%-8s %6s  %12s %12s %9s" % ("shape", "tokens", "torch ms", "swiglu ms", "speed-up"))
+    for shape, d, f, tokens in shapes:
+        seed = SwiGLUFeedForward(d, f)
+        ffn = swiglu.Ffn(*(p.weight.detach().numpy() for p in (seed.gate_proj, seed.val_proj,
+                                                                seed.out_proj)))
+        x = torch.rand(tokens, d) * 2 - 1
+        dy = torch.rand(tokens, d) * 2 - 1
+        grads = {name: torch.empty(ffn.gradient_shape(name)) for name in ("gate", "up", "down")}
+
+        def torch_step(x):
+            xg = x.detach().requires_grad_()
+            seed.zero_grad(set_to_none=False)
+            seed(xg).backward(dy)
+            return xg.grad
+
+        def swiglu_step(x):
+            _, saved = ffn.forward_for_backward(x)
+            return ffn.backward(x, dy, saved, grads=grads)[0]
+
+        dx_t, dx_s = torch_step(x), swiglu_step(x)
+        scale = float(dx_t.abs().max())
+        assert float((dx_t - dx_s).abs().max()) <= 1e-4 * scale, "swiglu's dx disagrees with torch's"
+        t_torch, t_ours = compare(torch_step, swiglu_step, x, rounds, budget)
+        print("%-8s %6d  %12.2f %12.2f %8.1fx" % (shape, tokens, t_torch * 1e3, t_ours * 1e3,
+                                                 t_torch / t_ours), flush=True)
+        del seed, ffn
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--backward", action="store_true")
     args = parser.parse_args()
     threads = len(os.sched_getaffinity(0))
     torch.set_num_threads(threads)
@@ -88,6 +128,9 @@ def main():
     rounds, budget = (3, 0.2) if args.quick else (5, 0.5)
     print("threads %d (torch %s, %d threads; swiglu %s)" % (
         threads, torch.__version__, torch.get_num_threads(), swiglu.version()))
+    if args.backward:
+        training_step_table(args)
+        return
     print("%-8s %6s  %-22s %12s %12s %9s" % ("shape", "tokens", "pair", "torch ms", "swiglu ms",
                                               "speed-up"))
     for shape, d, f, token_counts in shapes:

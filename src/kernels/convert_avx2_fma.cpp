@@ -13,7 +13,8 @@
 namespace swiglu::detail {
 
 KernelTable kernel_table_avx2_fma() noexcept {
-    return make_kernel_table<xsimd::fma3<xsimd::avx2>>(&f32_silu_mul_avx2_fma, &silu_mul_backward_avx2_fma);
+    return make_kernel_table<xsimd::fma3<xsimd::avx2>>(&f32_silu_mul_avx2_fma,
+                                                       &silu_mul_backward_avx2_fma);
 }
 
 }  // namespace swiglu::detail

@@ -6,8 +6,8 @@
 #include <cstring>
 
 #include "kernels/f32_silu_mul.hpp"
-#include "kernels/silu_mul_backward.hpp"
 #include "kernels/kernel_table.hpp"
+#include "kernels/silu_mul_backward.hpp"
 
 namespace swiglu::detail {
 
@@ -80,8 +80,8 @@ void dequantize_scalar(const float* acc, float* out, std::size_t n, float row_sc
 
 // The scalar table: the portable reference every SIMD table reproduces.
 KernelTable kernel_table_scalar() noexcept {
-    return {&f32_silu_mul_scalar, &silu_mul_backward_scalar, &to_bf16_scalar, &round_to_bf16_scalar, &quantize_row_scalar,
-            &dequantize_scalar};
+    return {&f32_silu_mul_scalar,  &silu_mul_backward_scalar, &to_bf16_scalar,
+            &round_to_bf16_scalar, &quantize_row_scalar,      &dequantize_scalar};
 }
 
 float round_to_bf16(float v) noexcept { return round_to_bf16_one(v); }

@@ -1,7 +1,7 @@
 // Every element-wise kernel of one ISA in one table: SiLU(gate)*up, its
 // backward and the conversions around the matmuls (contracts in
-// f32_silu_mul.hpp, silu_mul_backward.hpp and convert.hpp). One table per ISA of kIsas; the library picks this CPU's best
-// once, tests and benchmarks walk them all and compare each to the scalar
+// f32_silu_mul.hpp, silu_mul_backward.hpp and convert.hpp). One table per ISA of kIsas; the library
+// picks this CPU's best once, tests and benchmarks walk them all and compare each to the scalar
 // reference (Isa::scalar).
 #pragma once
 

@@ -1,12 +1,11 @@
 #include "core/backward.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <exception>
 #include <set>
 
 #include "core/forward.hpp"
+#include "core/phase_runner.hpp"
 #include "kernels/silu_mul_backward.hpp"
 
 namespace swiglu::detail {
@@ -274,8 +273,7 @@ struct BackwardChunk {
     int transpose_tasks[4] = {};  // prefix sums over the asked gradients: phase T
     int gradient_tasks[4] = {};   // and phase C
     float* gradient_out[3] = {};
-    std::atomic<bool> failed{false};
-    std::exception_ptr error;
+    PhaseRunner runner;
 
     // dact tile, then dgate, dup and act rows while it is in cache.
     void phase_a(std::int64_t task, int worker) {
@@ -379,22 +377,10 @@ struct BackwardChunk {
                         static_cast<std::size_t>(w) * sizeof(float));
     }
 
-    // Runs tasks [0, n) of one phase (as forward.cpp's Chunk::run).
+    // Runs tasks [0, n) of one phase (phase_runner.hpp).
     template <void (BackwardChunk::*Task)(std::int64_t, int)>
     void run(ThreadPool* pool, std::int64_t n) {
-        auto body = [this](std::int64_t task, int worker) {
-            if (failed.load(std::memory_order_relaxed)) return;
-            try {
-                (this->*Task)(task, worker);
-            } catch (...) {
-                if (!failed.exchange(true)) error = std::current_exception();
-            }
-        };
-        if (pool)
-            pool->run(n, body);
-        else
-            for (std::int64_t t = 0; t < n; ++t) body(t, 0);
-        if (failed.load()) std::rethrow_exception(error);
+        runner.run(pool, n, [this](std::int64_t task, int worker) { (this->*Task)(task, worker); });
     }
 };
 

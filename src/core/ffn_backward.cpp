@@ -1,9 +1,9 @@
 // The public C++ API, backward: argument checks, and the backward's lease
 // on a slot (ffn_impl.hpp). The pass itself: backward.hpp.
 #include <cstring>
+#include <initializer_list>
 #include <limits>
 #include <string>
-#include <vector>
 
 #include <swiglu/swiglu.hpp>
 
@@ -61,32 +61,39 @@ std::int64_t byte_size(std::int64_t a, std::int64_t b, const std::string& what) 
 }
 
 // The buffers of one call: any two that overlap are an error, except pairs
-// the call allows to be the same buffer exactly.
+// the call allows to be the same buffer exactly. Initializer lists: no
+// allocation on the call's path.
 struct Buffer {
     const char* name;
     const void* data;
     std::int64_t bytes;
 };
+struct Alias {
+    const char* a;
+    const char* b;
+};
 
-void check_overlaps(const char* what, const std::vector<Buffer>& buffers,
-                    const std::vector<std::pair<std::string, std::string>>& may_alias) {
-    for (std::size_t i = 0; i < buffers.size(); ++i)
-        for (std::size_t j = i + 1; j < buffers.size(); ++j) {
-            const Buffer &a = buffers[i], &b = buffers[j];
-            if (!a.data || !b.data) continue;
-            const auto pa = reinterpret_cast<std::uintptr_t>(a.data),
-                       pb = reinterpret_cast<std::uintptr_t>(b.data);
-            if (!(pa < pb + static_cast<std::uintptr_t>(b.bytes) &&
-                  pb < pa + static_cast<std::uintptr_t>(a.bytes)))
-                continue;
-            bool allowed = false;
-            for (const auto& [p, q] : may_alias)
-                allowed =
-                    allowed || (pa == pb && a.bytes == b.bytes &&
-                                ((p == a.name && q == b.name) || (p == b.name && q == a.name)));
-            if (!allowed)
-                invalid(std::string(what) + ": " + a.name + " and " + b.name + " overlap" +
-                        (may_alias.empty() ? "" : " (only dx may be x or dy itself)"));
+bool allowed(const Buffer& p, const Buffer& q, std::initializer_list<Alias> may_alias) {
+    if (p.data != q.data || p.bytes != q.bytes) return false;
+    for (const Alias& m : may_alias)
+        if ((!std::strcmp(m.a, p.name) && !std::strcmp(m.b, q.name)) ||
+            (!std::strcmp(m.a, q.name) && !std::strcmp(m.b, p.name)))
+            return true;
+    return false;
+}
+
+void check_overlaps(const char* what, std::initializer_list<Buffer> buffers,
+                    std::initializer_list<Alias> may_alias) {
+    for (auto i = buffers.begin(); i != buffers.end(); ++i)
+        for (auto j = i + 1; j != buffers.end(); ++j) {
+            if (!i->data || !j->data) continue;
+            const auto pa = reinterpret_cast<std::uintptr_t>(i->data),
+                       pb = reinterpret_cast<std::uintptr_t>(j->data);
+            const bool overlap = pa < pb + static_cast<std::uintptr_t>(j->bytes) &&
+                                 pb < pa + static_cast<std::uintptr_t>(i->bytes);
+            if (overlap && !allowed(*i, *j, may_alias))
+                invalid(std::string(what) + ": " + i->name + " and " + j->name + " overlap" +
+                        (may_alias.size() > 1 ? " (only dx may be x or dy itself)" : ""));
         }
 }
 

@@ -1,10 +1,9 @@
 #include "core/forward.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
-#include <exception>
 
+#include "core/phase_runner.hpp"
 #include "kernels/f32_silu_mul.hpp"
 
 namespace swiglu::detail {
@@ -33,8 +32,7 @@ struct Chunk {
     // own. slots = tasks per column tile.
     int prefill_tiles = 0;
     int slots = 0;
-    std::atomic<bool> failed{false};
-    std::exception_ptr error;
+    PhaseRunner runner;
 
     // One task's matmuls: task = column tile * slots + slot (so consecutive
     // tasks share a weight tile); each result lands in the worker's tile
@@ -120,23 +118,10 @@ struct Chunk {
         });
     }
 
-    // Runs tasks [0, n) of one phase; the first failure is kept, later tasks
-    // are skipped, and it is rethrown once every thread is done.
+    // Runs tasks [0, n) of one phase (phase_runner.hpp).
     template <void (Chunk::*Task)(std::int64_t, int)>
     void run(ThreadPool* pool, std::int64_t n) {
-        auto body = [this](std::int64_t task, int worker) {
-            if (failed.load(std::memory_order_relaxed)) return;
-            try {
-                (this->*Task)(task, worker);
-            } catch (...) {
-                if (!failed.exchange(true)) error = std::current_exception();
-            }
-        };
-        if (pool)
-            pool->run(n, body);
-        else
-            for (std::int64_t t = 0; t < n; ++t) body(t, 0);
-        if (failed.load()) std::rethrow_exception(error);
+        runner.run(pool, n, [this](std::int64_t task, int worker) { (this->*Task)(task, worker); });
     }
 };
 
@@ -153,7 +138,7 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
         if (kTraced)
             chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f,
                            trace->act ? trace->act + m0 * f : nullptr};
-        Chunk chunk{block, mode, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, 0, 0, {}, {}};
+        Chunk chunk{block, mode, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, 0, 0, {}};
         chunk.row_tiles =
             plan_rows(n, block.min_bucket, max_row_bucket(n, column_tiles), chunk.tiles);
         if (block.has_prefill())  // plan_rows puts the full-height tiles first

@@ -33,3 +33,22 @@ def random_block(d, f, layout="out_in", seed=0):
     shapes = [(f, d), (f, d), (d, f)] if layout == "out_in" else [(d, f), (d, f), (f, d)]
     return [(rng.uniform(-1, 1, s) / np.sqrt(s[1 if layout == "out_in" else 0])).astype(np.float32)
             for s in shapes]
+
+
+def concurrent_results(fn, inputs, calls=20):
+    """fn(inputs[i]) called `calls` times on a thread per input, all at once:
+    the last result of each (for comparing with serial calls)."""
+    import threading
+
+    results = [None] * len(inputs)
+
+    def run(i):
+        for _ in range(calls):
+            results[i] = fn(inputs[i])
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results

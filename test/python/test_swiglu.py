@@ -5,13 +5,12 @@ Run by ctest (entry `python`) with PYTHONPATH=build/python."""
 
 import json
 import struct
-import threading
 
 import numpy as np
 import pytest
 
 import swiglu
-from reference import random_block, reference, relative_error, tolerance
+from reference import concurrent_results, random_block, reference, relative_error, tolerance
 
 
 def test_the_seeds_known_values():
@@ -110,18 +109,7 @@ def test_concurrent_callers_get_the_serial_bits():
     ffn = swiglu.Ffn(*w, threads=2)
     xs = [np.random.default_rng(i).uniform(-1, 1, (1 + i, 256)).astype(np.float32) for i in range(8)]
     serial = [ffn(x) for x in xs]
-    results = [None] * len(xs)
-
-    def run(i):
-        for _ in range(20):
-            results[i] = ffn(xs[i])
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for got, want in zip(results, serial):
+    for got, want in zip(concurrent_results(ffn, xs), serial):
         np.testing.assert_array_equal(got, want)
 
 

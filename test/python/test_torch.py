@@ -8,8 +8,6 @@ Tolerances, relative to max |y|: against the seed module in PyTorch, 1e-6
 the difference measured here is at most 6.1e-7, at d = 384, f = 1024);
 against the float64 reference, the f32 bound of the other suites."""
 
-import threading
-
 import numpy as np
 import pytest
 import torch
@@ -17,7 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 import swiglu
-from reference import random_block, reference, relative_error, tolerance
+from reference import concurrent_results, random_block, reference, relative_error, tolerance
 from swiglu.torch import SwiGLU, replace_mlps
 
 SEED_TOLERANCE = 1e-6
@@ -277,16 +275,5 @@ def test_eight_python_threads_on_one_module_get_the_serial_bits():
     fast = SwiGLU.from_module(LlamaMLP(256, 704), threads=2)
     xs = [torch.rand(1 + i, 256) * 2 - 1 for i in range(8)]
     serial = [fast(x) for x in xs]
-    results = [None] * len(xs)
-
-    def run(i):
-        for _ in range(20):
-            results[i] = fast(xs[i])
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(xs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    for got, want in zip(results, serial):
+    for got, want in zip(concurrent_results(fast, xs), serial):
         assert torch.equal(got, want)

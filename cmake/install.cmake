@@ -4,6 +4,9 @@ include(CMakePackageConfigHelpers)
 
 set(SWIGLU_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/swiglu)
 install(EXPORT swigluTargets NAMESPACE swiglu:: DESTINATION ${SWIGLU_CMAKE_DIR})
+if(SWIGLU_BUILD_MPI)
+  install(EXPORT swigluMpiTargets NAMESPACE swiglu:: DESTINATION ${SWIGLU_CMAKE_DIR})
+endif()
 configure_package_config_file(cmake/swigluConfig.cmake.in
   ${PROJECT_BINARY_DIR}/swigluConfig.cmake INSTALL_DESTINATION ${SWIGLU_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/swigluConfigVersion.cmake

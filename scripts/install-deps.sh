@@ -16,13 +16,15 @@
 #   python3                         the hostile-input corpus generator (tests, fuzzers)
 #   python3-dev pybind11-dev        the Python module (src/python)
 #   python3-numpy python3-pytest    its tests (test/python)
+#   libopenmpi-dev openmpi-bin      swiglu_mpi (include/swiglu/mpi.hpp) and mpirun for its
+#                                   tests and benchmark
 # scripts/test.sh adds python3-torch (PyTorch 1.13, for the tests of
 # swiglu.torch): 136 MB that nothing else needs.
 set -euo pipefail
 
 packages=(cmake make g++ gcc pkg-config libdnnl-dev ocl-icd-opencl-dev libxsimd-dev
           nlohmann-json3-dev libcli11-dev doctest-dev libbenchmark-dev python3 python3-dev
-          pybind11-dev python3-numpy python3-pytest "$@")
+          pybind11-dev python3-numpy python3-pytest libopenmpi-dev openmpi-bin "$@")
 
 missing=()
 for p in "${packages[@]}"; do

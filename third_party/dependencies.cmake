@@ -55,6 +55,14 @@ if(SWIGLU_BUILD_PYTHON)
   swiglu_require(pybind11_FOUND pybind11-dev "pybind11")
 endif()
 
+# swiglu_mpi (include/swiglu/mpi.hpp): Debian's Open MPI, its C API used
+# from C++ (the project enables no C compiler; MPI's C++ bindings are not used).
+if(SWIGLU_BUILD_MPI)
+  set(MPI_CXX_SKIP_MPICXX ON)
+  find_package(MPI QUIET COMPONENTS CXX)
+  swiglu_require(MPI_CXX_FOUND libopenmpi-dev "MPI (Open MPI)")
+endif()
+
 # The `swiglu` command's argument parsing.
 find_package(CLI11 CONFIG QUIET)
 swiglu_require(CLI11_FOUND libcli11-dev "CLI11")

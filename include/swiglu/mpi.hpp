@@ -1,0 +1,72 @@
+// swiglu_mpi: one SwiGLU block sharded over the ranks of an MPI communicator
+// (Megatron-style tensor parallelism), in a library of its own so that
+// swiglu itself never depends on MPI.
+//
+// Rank r of P holds hidden columns [f r / P, f (r + 1) / P) (shard_range) of
+// W_gate and W_up and the matching rows of W_down, runs that block on its
+// own threads, and the partial outputs are summed by one collective per
+// call: a reduce-scatter (MPI_Alltoallv, then a sum in rank order) and an
+// allgather, so every rank gets the same bits whatever the thread counts or
+// MPI's algorithms, for a given P.
+#pragma once
+
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+
+#include <swiglu/swiglu.hpp>
+
+namespace swiglu {
+
+// Hidden columns [begin, end) of a block's f held by `rank` of `ranks`:
+// f r / P rounded to a multiple of 64 (the packing's tile width) where f
+// has at least 64 columns per rank, exact otherwise. A rank may hold none
+// (f < P).
+struct ShardRange {
+    std::int64_t begin = 0, end = 0;
+    std::int64_t size() const { return end - begin; }
+};
+SWIGLU_API ShardRange shard_range(std::int64_t f, int rank, int ranks);
+
+class SWIGLU_API ShardedFfn {
+public:
+    // Collective over `comm`: every rank passes the block's full weights
+    // (views, as for Ffn; ranks may hold them in different layouts) and
+    // packs only its shard. A failure on any rank (bad weights, memory)
+    // throws on every rank, naming the rank and its message. The
+    // communicator is duplicated: the caller's stays free for other traffic.
+    ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& up, const WeightView& down,
+               const Options& options = {});
+    // The same over MPI_COMM_WORLD.
+    ShardedFfn(const WeightView& gate, const WeightView& up, const WeightView& down,
+               const Options& options = {});
+    ~ShardedFfn();
+    ShardedFfn(ShardedFfn&&) noexcept;
+    ShardedFfn& operator=(ShardedFfn&&) noexcept;
+    ShardedFfn(const ShardedFfn&) = delete;
+    ShardedFfn& operator=(const ShardedFfn&) = delete;
+
+    std::int64_t d() const;
+    std::int64_t f() const;
+    int rank() const;
+    int ranks() const;
+    ShardRange shard() const;
+
+    // Collective: every rank calls it with the same x (tokens, d) and gets
+    // y = block(x), the same bits on every rank. Arguments are checked on
+    // every rank and agreed on (one small allreduce): a bad call on any rank
+    // throws on every rank and writes nothing. One call at a time per
+    // ShardedFfn (MPI calls from one thread).
+    void forward(const float* x, float* y, std::int64_t tokens) const;
+
+    // Seconds the last forward() spent in the collective (its share of the
+    // time, for the benchmark).
+    double last_collective_seconds() const;
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace swiglu

@@ -1,0 +1,258 @@
+// ShardedFfn (include/swiglu/mpi.hpp): the shard's block, agreement on
+// errors across ranks, and the deterministic sum of the partial outputs.
+#include <swiglu/mpi.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+namespace swiglu {
+
+namespace {
+
+// f r / P, on 64-column boundaries where every rank gets at least 64.
+std::int64_t boundary(std::int64_t f, int rank, int ranks) {
+    if (rank <= 0) return 0;
+    if (rank >= ranks) return f;
+    const std::int64_t exact = f * rank / ranks;
+    if (f < 64 * std::int64_t{ranks}) return exact;
+    return std::min(f, (exact + 32) / 64 * 64);
+}
+
+void check(int rc, const char* what) {
+    if (rc != MPI_SUCCESS) {
+        char text[MPI_MAX_ERROR_STRING];
+        int length = 0;
+        MPI_Error_string(rc, text, &length);
+        throw Error(Status::internal, std::string(what) + ": " + std::string(text, length));
+    }
+}
+
+// Throws on every rank if `local` failed on any: the lowest failing rank's
+// status and message, broadcast. Collective.
+void agree(MPI_Comm comm, int rank, int ranks, const Error* local) {
+    int first = local ? rank : ranks;
+    check(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+    if (first == ranks) return;
+    std::string message = local ? local->what() : "";
+    int fields[2] = {local ? static_cast<int>(local->status()) : 0,
+                     static_cast<int>(message.size())};
+    check(MPI_Bcast(fields, 2, MPI_INT, first, comm), "MPI_Bcast");
+    message.resize(static_cast<std::size_t>(fields[1]));
+    check(MPI_Bcast(message.data(), fields[1], MPI_CHAR, first, comm), "MPI_Bcast");
+    throw Error(static_cast<Status>(fields[0]), "rank " + std::to_string(first) + ": " + message);
+}
+
+// Rows [begin, end) of a (rows, cols) matrix, or its columns, as a
+// contiguous copy when they are not contiguous already.
+WeightView slice(const WeightView& w, bool slice_out, std::int64_t begin, std::int64_t end,
+                 std::vector<float>& copy) {
+    // The sliced dimension in storage: out is rows for out_in, columns for in_out.
+    const bool rows = (w.layout == Layout::out_in) == slice_out;
+    const std::int64_t n = end - begin;
+    if (rows) {
+        WeightView v = w;
+        v.data = w.data + begin * w.cols;
+        v.rows = n;
+        return v;
+    }
+    copy.resize(static_cast<std::size_t>(w.rows * n));
+    for (std::int64_t r = 0; r < w.rows; ++r)
+        std::memcpy(copy.data() + r * n, w.data + r * w.cols + begin,
+                    static_cast<std::size_t>(n) * sizeof(float));
+    WeightView v = w;
+    v.data = copy.data();
+    v.cols = n;
+    return v;
+}
+
+}  // namespace
+
+ShardRange shard_range(std::int64_t f, int rank, int ranks) {
+    if (f < 1 || ranks < 1 || rank < 0 || rank >= ranks)
+        throw Error(
+            Status::invalid_argument,
+            "shard_range: f must be >= 1 and rank in [0, ranks) (got f = " + std::to_string(f) +
+                ", rank " + std::to_string(rank) + " of " + std::to_string(ranks) + ")");
+    return {boundary(f, rank, ranks), boundary(f, rank + 1, ranks)};
+}
+
+struct ShardedFfn::Impl {
+    MPI_Comm comm = MPI_COMM_NULL;
+    int rank = 0, ranks = 1;
+    std::int64_t d = 0, f = 0;
+    ShardRange shard;
+    std::unique_ptr<Ffn> local;  // null when this rank holds no columns
+    // Scratch, grown to the largest call so far: the partial y, the
+    // segments sent and received, the summed slice and the gathered rows.
+    mutable std::vector<float> partial, send, receive, slice, gathered;
+    // MPI's counts and offsets per rank: what I send, receive and gather.
+    mutable std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets,
+        gather_counts, gather_offsets;
+    mutable double collective_seconds = 0;
+
+    ~Impl() {
+        int finalized = 0;
+        MPI_Finalized(&finalized);
+        if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
+    }
+
+    // Columns [begin, end) of d summed by rank s.
+    std::int64_t d_begin(int s) const { return d * s / ranks; }
+    std::int64_t d_size(int s) const { return d_begin(s + 1) - d_begin(s); }
+
+    void sum(const float* x, float* y, std::int64_t tokens) const;
+};
+
+ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& up,
+                       const WeightView& down, const Options& options)
+    : impl_(std::make_unique<Impl>()) {
+    Impl& s = *impl_;
+    check(MPI_Comm_dup(comm, &s.comm), "MPI_Comm_dup");
+    MPI_Comm_rank(s.comm, &s.rank);
+    MPI_Comm_size(s.comm, &s.ranks);
+    for (auto* v : {&s.send_counts, &s.send_offsets, &s.receive_counts, &s.receive_offsets,
+                    &s.gather_counts, &s.gather_offsets})
+        v->resize(static_cast<std::size_t>(s.ranks));
+    std::unique_ptr<Error> failure;
+    try {
+        s.d = gate.in_features();
+        s.f = gate.out_features();
+        if (s.d < 1 || s.f < 1)
+            throw Error(Status::invalid_argument, "ShardedFfn: gate must map d >= 1 to f >= 1");
+        // The full block's checks (shapes, nulls, overflow) apply on every
+        // rank, also one that holds no columns.
+        if (up.in_features() != s.d || up.out_features() != s.f || down.in_features() != s.f ||
+            down.out_features() != s.d)
+            throw Error(Status::invalid_argument,
+                        "ShardedFfn: up must map d -> f and down f -> d like gate (d = " +
+                            std::to_string(s.d) + ", f = " + std::to_string(s.f) + ")");
+        if (!gate.data || !up.data || !down.data)
+            throw Error(Status::invalid_argument, "ShardedFfn: a weight's data is null");
+        s.shard = shard_range(s.f, s.rank, s.ranks);
+        if (s.shard.size() > 0) {
+            std::vector<float> g, u, dn;  // slices that are not contiguous in place
+            s.local =
+                std::make_unique<Ffn>(slice(gate, true, s.shard.begin, s.shard.end, g),
+                                      slice(up, true, s.shard.begin, s.shard.end, u),
+                                      slice(down, false, s.shard.begin, s.shard.end, dn), options);
+        }
+    } catch (const Error& e) {
+        failure = std::make_unique<Error>(e);
+    } catch (const std::bad_alloc&) {
+        failure = std::make_unique<Error>(Status::out_of_memory, "ShardedFfn: out of memory");
+    }
+    agree(s.comm, s.rank, s.ranks, failure.get());
+}
+
+ShardedFfn::ShardedFfn(const WeightView& gate, const WeightView& up, const WeightView& down,
+                       const Options& options)
+    : ShardedFfn(MPI_COMM_WORLD, gate, up, down, options) {}
+
+ShardedFfn::~ShardedFfn() = default;
+ShardedFfn::ShardedFfn(ShardedFfn&&) noexcept = default;
+ShardedFfn& ShardedFfn::operator=(ShardedFfn&&) noexcept = default;
+
+std::int64_t ShardedFfn::d() const { return impl_->d; }
+std::int64_t ShardedFfn::f() const { return impl_->f; }
+int ShardedFfn::rank() const { return impl_->rank; }
+int ShardedFfn::ranks() const { return impl_->ranks; }
+ShardRange ShardedFfn::shard() const { return impl_->shard; }
+double ShardedFfn::last_collective_seconds() const { return impl_->collective_seconds; }
+
+void ShardedFfn::forward(const float* x, float* y, std::int64_t tokens) const {
+    if (!impl_) throw Error(Status::invalid_argument, "ShardedFfn: used after being moved from");
+    const Impl& s = *impl_;
+    // Every rank's view of the call, agreed before any rank starts: a bad
+    // argument anywhere, or token counts that differ, fail everywhere.
+    std::unique_ptr<Error> failure;
+    if (tokens < 0)
+        failure = std::make_unique<Error>(Status::invalid_argument,
+                                          "ShardedFfn::forward: tokens must be >= 0");
+    else if (tokens > 0 && (!x || !y))
+        failure = std::make_unique<Error>(Status::invalid_argument,
+                                          "ShardedFfn::forward: x or y is null");
+    else if (tokens > std::numeric_limits<std::int64_t>::max() / s.d / 4)
+        failure = std::make_unique<Error>(Status::invalid_argument,
+                                          "ShardedFfn::forward: tokens * d overflows");
+    std::int64_t agreed[2] = {tokens, -tokens};
+    check(MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    if (!failure && agreed[0] != -agreed[1])
+        failure = std::make_unique<Error>(
+            Status::invalid_argument,
+            "ShardedFfn::forward: every rank must pass the same token count (this one " +
+                std::to_string(tokens) + ", others up to " + std::to_string(agreed[0]) + ")");
+    agree(s.comm, s.rank, s.ranks, failure.get());
+    if (tokens == 0) return;
+    s.sum(x, y, tokens);
+}
+
+// The local block's partial y, then per block of rows: each rank sends
+// columns D_t of its partial to rank t (Alltoallv), rank t sums what it got
+// in rank order, and the sums are gathered to every rank (Allgatherv).
+void ShardedFfn::Impl::sum(const float* x, float* y, std::int64_t tokens) const {
+    const auto n = static_cast<std::size_t>(tokens * d);
+    partial.resize(n);
+    if (local)
+        local->forward(x, partial.data(), tokens);
+    else
+        std::fill(partial.begin(), partial.end(), 0.0f);
+    collective_seconds = 0;
+    const auto start = std::chrono::steady_clock::now();
+    // MPI counts are ints: rows per round such that tokens * d fits.
+    const std::int64_t rows_per_round = std::max<std::int64_t>(1, (INT_MAX / 2) / d);
+    for (std::int64_t r0 = 0; r0 < tokens; r0 += rows_per_round) {
+        const std::int64_t rows = std::min(rows_per_round, tokens - r0);
+        const float* part = partial.data() + r0 * d;
+        send.resize(static_cast<std::size_t>(rows * d));
+        std::int64_t at = 0;
+        for (int t = 0; t < ranks; ++t) {
+            const std::int64_t c0 = d_begin(t), w = d_size(t);
+            send_counts[static_cast<std::size_t>(t)] = static_cast<int>(rows * w);
+            send_offsets[static_cast<std::size_t>(t)] = static_cast<int>(at);
+            for (std::int64_t r = 0; r < rows; ++r, at += w)
+                std::memcpy(send.data() + at, part + r * d + c0,
+                            static_cast<std::size_t>(w) * sizeof(float));
+        }
+        const std::int64_t mine = rows * d_size(rank);
+        receive.resize(static_cast<std::size_t>(mine * ranks));
+        for (int t = 0; t < ranks; ++t) {  // from each rank: my slice of its rows
+            receive_counts[static_cast<std::size_t>(t)] = static_cast<int>(mine);
+            receive_offsets[static_cast<std::size_t>(t)] = static_cast<int>(mine * t);
+        }
+        check(MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), MPI_FLOAT,
+                            receive.data(), receive_counts.data(), receive_offsets.data(),
+                            MPI_FLOAT, comm),
+              "MPI_Alltoallv");
+        // The sum in rank order: the same bits on every rank, whatever MPI does.
+        slice.assign(receive.begin(), receive.begin() + mine);
+        for (int t = 1; t < ranks; ++t) {
+            const float* seg = receive.data() + mine * t;
+            for (std::int64_t i = 0; i < mine; ++i) slice[static_cast<std::size_t>(i)] += seg[i];
+        }
+        gathered.resize(static_cast<std::size_t>(rows * d));
+        for (int t = 0; t < ranks; ++t) {
+            gather_counts[static_cast<std::size_t>(t)] = static_cast<int>(rows * d_size(t));
+            gather_offsets[static_cast<std::size_t>(t)] = static_cast<int>(rows * d_begin(t));
+        }
+        check(MPI_Allgatherv(slice.data(), static_cast<int>(mine), MPI_FLOAT, gathered.data(),
+                             gather_counts.data(), gather_offsets.data(), MPI_FLOAT, comm),
+              "MPI_Allgatherv");
+        // Gathered slices are (rows x w_t) blocks in rank order: back to rows.
+        for (int t = 0; t < ranks; ++t) {
+            const std::int64_t c0 = d_begin(t), w = d_size(t);
+            const float* block = gathered.data() + rows * c0;
+            for (std::int64_t r = 0; r < rows; ++r)
+                std::memcpy(y + (r0 + r) * d + c0, block + r * w,
+                            static_cast<std::size_t>(w) * sizeof(float));
+        }
+    }
+    collective_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+}  // namespace swiglu

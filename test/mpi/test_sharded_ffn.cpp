@@ -1,0 +1,123 @@
+// ShardedFfn under mpirun: every rank's y equal to the fp64 reference
+// within the f32 bound (odd f, f smaller than the rank count, both layouts,
+// token counts across chunks), the same bits on every rank and for any
+// thread count, the shard ranges, and errors on one rank reaching all.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <swiglu/mpi.hpp>
+
+#include "reference.hpp"
+
+using namespace swiglu;
+using swiglu::test::RandomBlock;
+
+namespace {
+
+int world_rank() {
+    int r = 0;
+    MPI_Comm_rank(MPI_COMM_WORLD, &r);
+    return r;
+}
+int world_size() {
+    int p = 1;
+    MPI_Comm_size(MPI_COMM_WORLD, &p);
+    return p;
+}
+
+// Whether every rank's `v` has rank 0's bits.
+bool same_on_every_rank(const std::vector<float>& v) {
+    std::vector<float> first(v);
+    MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
+    int same = std::memcmp(first.data(), v.data(), v.size() * sizeof(float)) == 0 ? 1 : 0;
+    MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return same == 1;
+}
+
+}  // namespace
+
+TEST_SUITE("mpi") {
+
+TEST_CASE("shard ranges cover f in order, on 64-column boundaries where f allows") {
+    for (std::int64_t f : {1, 2, 7, 64, 100, 341, 1024, 11008})
+        for (int p : {1, 2, 3, 4, 7}) {
+            std::int64_t next = 0;
+            for (int r = 0; r < p; ++r) {
+                const ShardRange s = shard_range(f, r, p);
+                CHECK(s.begin == next);
+                CHECK(s.end >= s.begin);
+                next = s.end;
+                if (f >= 64 * p && r > 0) CHECK(s.begin % 64 == 0);
+            }
+            CHECK(next == f);
+        }
+    CHECK_THROWS_AS(shard_range(8, 2, 2), Error);
+}
+
+TEST_CASE("every rank gets the block's y: the fp64 reference within the f32 bound") {
+    struct Shape {
+        std::int64_t d, f;
+    };
+    for (const Shape s : {Shape{1, 1}, Shape{7, 2}, Shape{13, 7}, Shape{33, 341}, Shape{96, 200}})
+        for (const Layout layout : {Layout::out_in, Layout::in_out})
+            for (const std::int64_t tokens : {1, 7, 300}) {
+                CAPTURE(s.d);
+                CAPTURE(s.f);
+                CAPTURE(tokens);
+                RandomBlock b(s.d, s.f, layout, static_cast<unsigned>(s.d + 3 * s.f));
+                const ShardedFfn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1});
+                CHECK(ffn.ranks() == world_size());
+                const auto x = test::random_input(tokens, s.d, 5);
+                std::vector<float> y(x.size(), -1.0f);
+                ffn.forward(x.data(), y.data(), tokens);
+                const auto ref = test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(),
+                                                     b.down_view());
+                CHECK(test::relative_error(y, ref) <= test::f32_tolerance(s.d, s.f));
+                CHECK(same_on_every_rank(y));
+                // In place, and again: the same bits.
+                std::vector<float> again(x);
+                ffn.forward(again.data(), again.data(), tokens);
+                CHECK(again == y);
+            }
+}
+
+TEST_CASE("the same bits for any thread count per rank") {
+    RandomBlock b(64, 300, Layout::out_in, 9);
+    const auto x = test::random_input(40, 64, 10);
+    std::vector<float> one(x.size()), two(x.size());
+    ShardedFfn(b.gate_view(), b.up_view(), b.down_view(), Options{1})
+        .forward(x.data(), one.data(), 40);
+    ShardedFfn(b.gate_view(), b.up_view(), b.down_view(), Options{2})
+        .forward(x.data(), two.data(), 40);
+    CHECK(one == two);
+}
+
+TEST_CASE("a rank's bad weights or bad call fail on every rank, named") {
+    RandomBlock b(16, 40, Layout::out_in, 11);
+    const int last = world_size() - 1;
+    WeightView gate = b.gate_view();
+    if (world_rank() == last) gate.data = nullptr;
+    try {
+        ShardedFfn ffn(gate, b.up_view(), b.down_view(), Options{1});
+        FAIL("no error");
+    } catch (const Error& e) {
+        CHECK(e.status() == Status::invalid_argument);
+        CHECK(std::string(e.what()).find("rank " + std::to_string(last) + ": ") == 0);
+    }
+    const ShardedFfn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1});
+    const auto x = test::random_input(4, 16, 12);
+    std::vector<float> y(x.size(), 7.0f);
+    // Token counts that differ between ranks.
+    const std::int64_t tokens = world_rank() == last && last > 0 ? 3 : 4;
+    CHECK_THROWS_WITH_AS(ffn.forward(x.data(), y.data(), tokens),
+                         doctest::Contains("same token count"), Error);
+    CHECK(y == std::vector<float>(y.size(), 7.0f));
+    // A null buffer on one rank.
+    CHECK_THROWS_AS(ffn.forward(x.data(), world_rank() == last ? nullptr : y.data(), 4), Error);
+    CHECK(y == std::vector<float>(y.size(), 7.0f));
+}
+
+}  // TEST_SUITE

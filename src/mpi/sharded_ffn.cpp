@@ -32,19 +32,24 @@ void check(int rc, const char* what) {
     }
 }
 
-// Throws on every rank if `local` failed on any: the lowest failing rank's
-// status and message, broadcast. Collective.
-void agree(MPI_Comm comm, int rank, int ranks, const Error* local) {
-    int first = local ? rank : ranks;
-    check(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-    if (first == ranks) return;
+// Throws the error of rank `from` (its status and message, broadcast) on
+// every rank; `local` is this rank's, null if it did not fail. Collective.
+[[noreturn]] void throw_from(MPI_Comm comm, int from, const Error* local) {
     std::string message = local ? local->what() : "";
     int fields[2] = {local ? static_cast<int>(local->status()) : 0,
                      static_cast<int>(message.size())};
-    check(MPI_Bcast(fields, 2, MPI_INT, first, comm), "MPI_Bcast");
+    check(MPI_Bcast(fields, 2, MPI_INT, from, comm), "MPI_Bcast");
     message.resize(static_cast<std::size_t>(fields[1]));
-    check(MPI_Bcast(message.data(), fields[1], MPI_CHAR, first, comm), "MPI_Bcast");
-    throw Error(static_cast<Status>(fields[0]), "rank " + std::to_string(first) + ": " + message);
+    check(MPI_Bcast(message.data(), fields[1], MPI_CHAR, from, comm), "MPI_Bcast");
+    throw Error(static_cast<Status>(fields[0]), "rank " + std::to_string(from) + ": " + message);
+}
+
+// Throws on every rank if `local` failed on any: the lowest failing rank's
+// error. Collective.
+void agree(MPI_Comm comm, int rank, int ranks, const Error* local) {
+    int first = local ? rank : ranks;
+    check(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
+    if (first < ranks) throw_from(comm, first, first == rank ? local : nullptr);
 }
 
 // Rows [begin, end) of a (rows, cols) matrix, or its columns, as a
@@ -105,7 +110,8 @@ struct ShardedFfn::Impl {
     std::int64_t d_begin(int s) const { return d * s / ranks; }
     std::int64_t d_size(int s) const { return d_begin(s + 1) - d_begin(s); }
 
-    void sum(const float* x, float* y, std::int64_t tokens) const;
+    void partial_sums(const float* x, std::int64_t tokens) const;
+    void sum(float* y, std::int64_t tokens) const;
 };
 
 ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& up,
@@ -167,8 +173,10 @@ double ShardedFfn::last_collective_seconds() const { return impl_->collective_se
 void ShardedFfn::forward(const float* x, float* y, std::int64_t tokens) const {
     if (!impl_) throw Error(Status::invalid_argument, "ShardedFfn: used after being moved from");
     const Impl& s = *impl_;
-    // Every rank's view of the call, agreed before any rank starts: a bad
-    // argument anywhere, or token counts that differ, fail everywhere.
+    // Each rank checks the call and runs its shard; then one allreduce
+    // agrees on failures and token counts before any rank writes y: a bad
+    // argument or a failure anywhere, or token counts that differ, throw
+    // everywhere.
     std::unique_ptr<Error> failure;
     if (tokens < 0)
         failure = std::make_unique<Error>(Status::invalid_argument,
@@ -179,28 +187,44 @@ void ShardedFfn::forward(const float* x, float* y, std::int64_t tokens) const {
     else if (tokens > std::numeric_limits<std::int64_t>::max() / s.d / 4)
         failure = std::make_unique<Error>(Status::invalid_argument,
                                           "ShardedFfn::forward: tokens * d overflows");
-    std::int64_t agreed[2] = {tokens, -tokens};
-    check(MPI_Allreduce(MPI_IN_PLACE, agreed, 2, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
-    if (!failure && agreed[0] != -agreed[1])
-        failure = std::make_unique<Error>(
-            Status::invalid_argument,
-            "ShardedFfn::forward: every rank must pass the same token count (this one " +
-                std::to_string(tokens) + ", others up to " + std::to_string(agreed[0]) + ")");
-    agree(s.comm, s.rank, s.ranks, failure.get());
+    if (!failure && tokens > 0) {
+        try {
+            s.partial_sums(x, tokens);
+        } catch (const Error& e) {
+            failure = std::make_unique<Error>(e);
+        } catch (const std::bad_alloc&) {
+            failure = std::make_unique<Error>(Status::out_of_memory,
+                                              "ShardedFfn::forward: out of memory");
+        }
+    }
+    // {lowest failing rank, as ranks - rank (0: none), max tokens, -min tokens}
+    std::int64_t agreed[3] = {failure ? s.ranks - s.rank : 0, tokens, -tokens};
+    check(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    if (agreed[0] > 0) {
+        const int from = s.ranks - static_cast<int>(agreed[0]);
+        throw_from(s.comm, from, from == s.rank ? failure.get() : nullptr);
+    }
+    if (agreed[1] != -agreed[2])
+        throw Error(Status::invalid_argument,
+                    "ShardedFfn::forward: every rank must pass the same token count (they passed " +
+                        std::to_string(-agreed[2]) + " to " + std::to_string(agreed[1]) + ")");
     if (tokens == 0) return;
-    s.sum(x, y, tokens);
+    s.sum(y, tokens);
 }
 
-// The local block's partial y, then per block of rows: each rank sends
-// columns D_t of its partial to rank t (Alltoallv), rank t sums what it got
-// in rank order, and the sums are gathered to every rank (Allgatherv).
-void ShardedFfn::Impl::sum(const float* x, float* y, std::int64_t tokens) const {
-    const auto n = static_cast<std::size_t>(tokens * d);
-    partial.resize(n);
+// This rank's shard: its partial y (zeros when it holds no columns).
+void ShardedFfn::Impl::partial_sums(const float* x, std::int64_t tokens) const {
+    partial.resize(static_cast<std::size_t>(tokens * d));
     if (local)
         local->forward(x, partial.data(), tokens);
     else
         std::fill(partial.begin(), partial.end(), 0.0f);
+}
+
+// Per block of rows: each rank sends columns D_t of its partial y to rank t
+// (Alltoallv), rank t sums what it got in rank order, and the sums are
+// gathered to every rank (Allgatherv), then written to y.
+void ShardedFfn::Impl::sum(float* y, std::int64_t tokens) const {
     collective_seconds = 0;
     const auto start = std::chrono::steady_clock::now();
     // MPI counts are ints: rows per round such that tokens * d fits.

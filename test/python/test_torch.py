@@ -259,6 +259,8 @@ def test_bad_tensors_raise_and_leave_out_untouched():
         (ValueError, "out must have x's shape", lambda: ffn.forward(x, out=torch.empty(1, 16))),
         (TypeError, "CPU tensor", lambda: ffn.forward(x.to("meta"), out=out)),
         (RuntimeError, "out requires grad", lambda: ffn.forward(x, out=torch.empty(2, 8, requires_grad=True))),
+        (RuntimeError, "records no autograd history",
+         lambda: ffn.forward(torch.ones(2, 8, requires_grad=True), out=out)),
     ]
     for kind, message, call in cases:
         with pytest.raises(kind, match=message):

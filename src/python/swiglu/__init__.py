@@ -90,8 +90,9 @@ class Ffn:
     def forward(self, x, out=None, copy=False):
         """y = block(x) for x of shape (..., d), float32, C-contiguous.
 
-        x: a numpy array, a PyTorch CPU tensor (not requiring grad: swiglu
-        has no backward), or anything with the buffer protocol or DLPack;
+        x: a numpy array, a PyTorch CPU tensor (not requiring grad: Ffn
+        records no autograd history; swiglu.torch.SwiGLU does), or anything
+        with the buffer protocol or DLPack;
         none is copied. The result is a tensor for a tensor, an array
         otherwise.
         out: a float32, C-contiguous array or tensor of x's shape to write y
@@ -251,8 +252,8 @@ def _check_tensor(t, name):
         raise TypeError("%s must be a CPU tensor, got one on %s" % (name, t.device))
     if t.requires_grad and _sys.modules["torch"].is_grad_enabled():
         raise RuntimeError(
-            "swiglu is inference only (it has no backward yet) and %s requires grad: "
-            "call it under torch.no_grad() or torch.inference_mode()" % name)
+            "%s requires grad, and swiglu.Ffn records no autograd history: call it under "
+            "torch.no_grad(), or use swiglu.torch.SwiGLU, which does" % name)
 
 
 def _tensor_input(t, copy):

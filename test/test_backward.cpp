@@ -327,6 +327,8 @@ TEST_CASE("bad arguments: a clear error, and nothing written") {
     test::expect_error(
         [&] { ffn.backward(x.data(), dy.data(), dx.data(), std::int64_t{1} << 62, {g.data()}); },
         bad, "overflows");
+    test::expect_error([&] { ffn.saved_floats(std::numeric_limits<std::int64_t>::max()); }, bad,
+                       "overflows");
     untouched();
     // Other dtypes: the backward needs f32 weights.
     const Ffn bf16(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::bf16});

@@ -113,7 +113,7 @@ std::int64_t Ffn::saved_floats(std::int64_t tokens) const {
     const detail::FfnImpl& impl = live_impl(impl_);
     if (tokens < 0)
         invalid("saved_floats: tokens must be >= 0 (got " + std::to_string(tokens) + ")");
-    return byte_size(2 * tokens, impl.block.f, "saved_floats: 2 * tokens * f") /
+    return byte_size(tokens, 2 * impl.block.f, "saved_floats: tokens * 2f") /
            std::int64_t{sizeof(float)};
 }
 
@@ -134,7 +134,7 @@ void Ffn::forward_for_backward(const float* x, float* y, float* saved, std::int6
     if (!y) invalid("forward_for_backward: y is null");
     if (!saved) invalid("forward_for_backward: saved is null");
     const std::int64_t rows = byte_size(tokens, d, "forward_for_backward: tokens * d");
-    const std::int64_t kept = byte_size(2 * tokens, f, "forward_for_backward: 2 * tokens * f");
+    const std::int64_t kept = byte_size(tokens, 2 * f, "forward_for_backward: tokens * 2f");
     check_overlaps("forward_for_backward", {{"x", x, rows}, {"y", y, rows}, {"saved", saved, kept}},
                    {{"x", "y"}});
     errors_as_swiglu("forward_for_backward", [&] {
@@ -160,7 +160,7 @@ void Ffn::backward(const float* x, const float* dy, float* dx, std::int64_t toke
     if (!dy) invalid("backward: dy is null");
     if (!dx) invalid("backward: dx is null");
     const std::int64_t rows = byte_size(tokens, d, "backward: tokens * d");
-    const std::int64_t kept = byte_size(2 * tokens, f, "backward: 2 * tokens * f");
+    const std::int64_t kept = byte_size(tokens, 2 * f, "backward: tokens * 2f");
     check_overlaps("backward",
                    {{"x", x, rows},
                     {"dy", dy, rows},

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -43,7 +44,7 @@ constexpr std::int64_t kBackwardTokens[] = {16, 128, 512};
 class BackwardFixture {
 public:
     void use(const Shape& s, int threads, std::int64_t tokens) {
-        if (!w_ || w_->shape.name != s.name) {
+        if (!w_ || std::strcmp(w_->shape.name, s.name) != 0) {
             base_.reset();
             ffn_.reset();
             w_ = make_weights(s);

@@ -22,20 +22,6 @@ constexpr std::int64_t kBackwardTileBytes = std::int64_t{1} << 18;
 // Below this many flops a chunk runs on the calling thread (as forward.cpp).
 constexpr double kMinParallelFlops = 1 << 20;
 
-// Kernels of a phase for every row height 1..64 and both tile widths; the
-// 64-row kernel picks the packed layout, the others share it.
-void make_phase_kernels(Phase& phase) {
-    const std::int64_t widths[2] = {phase.columns.width, phase.columns.tail};
-    for (int tail = 0; tail < 2; ++tail) {
-        if (tail == 1 && phase.columns.tail == phase.columns.width) break;
-        MatmulKernel& top = phase.kernels[tail][kRowBuckets - 1];
-        top = make_matmul(kMaxRowTile, phase.k, widths[tail], nullptr);
-        for (int b = 0; b + 1 < kRowBuckets; ++b)
-            phase.kernels[tail][b] =
-                make_matmul(std::int64_t{1} << b, phase.k, widths[tail], &top.weights);
-    }
-}
-
 // Rows cut into tiles of exact power-of-two heights, at most 1 << max_bucket.
 int exact_rows(std::int64_t rows, int max_bucket, RowTile* tiles) {
     int count = 0;
@@ -63,8 +49,8 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
     dact.columns = plan_columns(f, 4 * d, kBackwardTileBytes);
     dx.k = 2 * f;
     dx.columns = plan_columns(d, 8 * f, kBackwardTileBytes);
-    make_phase_kernels(dact);
-    make_phase_kernels(dx);
+    make_phase_kernels(dact, 0, {}, false);
+    make_phase_kernels(dx, 0, {}, false);
     make_gradient_kernels(layouts);
     pack(block);
     std::set<std::string> impls;

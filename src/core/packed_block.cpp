@@ -32,6 +32,21 @@ MatmulKernel make_top_kernel(std::int64_t k, std::int64_t n, const MatmulTypes& 
     return chosen;
 }
 
+// How a tile is packed: oneDNN's layout of the 64-row kernel, or the mode's own.
+dnnl::memory::desc tile_desc(const Phase& phase, std::int64_t tile, const Precision& mode) {
+    if (!mode.own_kernels()) return phase.kernel(tile, kRowBuckets - 1).weights;
+    const auto bytes =
+        static_cast<dnnl::memory::dim>(mode.own_tile_bytes(phase.k, phase.outputs(tile)));
+    return dnnl::memory::desc({bytes}, dt::u8, dnnl::memory::format_tag::a);
+}
+
+// A packed tile's size, rounded up to a cache line.
+std::size_t tile_bytes(const Phase& phase, std::int64_t tile, const Precision& mode) {
+    return (tile_desc(phase, tile, mode).get_size() + 63) / 64 * 64;
+}
+
+}  // namespace
+
 // Creates the kernels of `phase` for every row height and tile width; the
 // 64-row kernel picks the packed weight layout, the others must share it.
 void make_phase_kernels(Phase& phase, int min_bucket, const MatmulTypes& types, bool streamed) {
@@ -48,21 +63,6 @@ void make_phase_kernels(Phase& phase, int min_bucket, const MatmulTypes& types, 
                 make_matmul(std::int64_t{1} << b, phase.k, n, &top.weights, types);
     }
 }
-
-// How a tile is packed: oneDNN's layout of the 64-row kernel, or the mode's own.
-dnnl::memory::desc tile_desc(const Phase& phase, std::int64_t tile, const Precision& mode) {
-    if (!mode.own_kernels()) return phase.kernel(tile, kRowBuckets - 1).weights;
-    const auto bytes =
-        static_cast<dnnl::memory::dim>(mode.own_tile_bytes(phase.k, phase.outputs(tile)));
-    return dnnl::memory::desc({bytes}, dt::u8, dnnl::memory::format_tag::a);
-}
-
-// A packed tile's size, rounded up to a cache line.
-std::size_t tile_bytes(const Phase& phase, std::int64_t tile, const Precision& mode) {
-    return (tile_desc(phase, tile, mode).get_size() + 63) / 64 * 64;
-}
-
-}  // namespace
 
 PackedBlock::PackedBlock(const WeightSource& gate_w, const WeightSource& up_w,
                          const WeightSource& down_w, Dtype dtype)

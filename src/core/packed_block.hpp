@@ -43,6 +43,12 @@ struct Phase {
     const MatmulKernel& top() const { return kernels[0][kRowBuckets - 1]; }
 };
 
+// Creates the kernels of `phase` (k and columns set) for every row height
+// from 1 << min_bucket to 64 and both tile widths; the 64-row kernel picks
+// the packed weight layout, the others must share it. `streamed`: weights
+// that stream from DRAM (the f32 block choice of make_top_kernel).
+void make_phase_kernels(Phase& phase, int min_bucket, const MatmulTypes& types, bool streamed);
+
 class PackedBlock {
 public:
     // Shapes must already be validated (see ffn.cpp). Resolves the

@@ -111,11 +111,7 @@ class Ffn:
         tensor = _is_tensor(x)
         xa = self._input(x, copy)
         if out is None:
-            if tensor:
-                result = _sys.modules["torch"].empty(xa.shape, dtype=_sys.modules["torch"].float32)
-                ya = result.numpy()
-            else:
-                result = ya = _np.empty(xa.shape, dtype=_np.float32)
+            result, ya = self._new(xa.shape, tensor)
         else:
             result = out
             ya = _tensor_output(out) if _is_tensor(out) else out
@@ -138,12 +134,7 @@ class Ffn:
         tensor = _is_tensor(x)
         xa = x.numpy() if tensor else x
         if out is None:
-            if tensor:
-                torch = _sys.modules["torch"]
-                result = torch.empty(xa.shape, dtype=torch.float32)
-                ya = result.numpy()
-            else:
-                result = ya = _np.empty(xa.shape, dtype=_np.float32)
+            result, ya = self._new(xa.shape, tensor)
         else:
             result = out
             ya = out.numpy() if _is_tensor(out) else out

@@ -68,8 +68,29 @@ SWIGLU_API LoadedWeights load_weights(const std::string& path, const WeightSelec
 // swiglu::Error for a malformed file.
 SWIGLU_API std::vector<BlockInfo> list_blocks(const std::string& path);
 
-// load_weights + Ffn in one step.
+// The block `selector` chooses, as list_blocks describes it, without reading
+// its values (problem is ""). Throws like load_weights.
+SWIGLU_API BlockInfo describe_block(const std::string& path, const WeightSelector& selector = {});
+
+// load_weights + Ffn in one step. The block packs straight from the mapped
+// file, a tile at a time: no f32 copy of the weights is made.
 SWIGLU_API Ffn load_ffn(const std::string& path, const WeightSelector& selector = {},
                         const Options& options = {});
+
+// Hidden columns [begin, end) of a block's f.
+struct HiddenColumns {
+    std::int64_t begin = 0, end = 0;
+};
+
+// load_ffn for a slice of the block: gate's and up's outputs and down's
+// inputs in hidden columns `columns` only, an Ffn with f = end - begin whose
+// y is that slice's share of the block's y (the shares of slices that
+// partition [0, f) sum to it). What one rank of a tensor-parallel group runs
+// (swiglu/mpi.hpp). Only that slice's bytes of the file are read, except,
+// for GGUF's blocks of 32 values, the rest of a block a boundary cuts (a
+// slice on 32-column boundaries reads none). Throws invalid_argument unless
+// 0 <= begin < end <= f.
+SWIGLU_API Ffn load_ffn_slice(const std::string& path, HiddenColumns columns,
+                              const WeightSelector& selector = {}, const Options& options = {});
 
 }  // namespace swiglu

@@ -14,15 +14,17 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 
+#include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 namespace swiglu {
 
 // Hidden columns [begin, end) of a block's f held by `rank` of `ranks`:
 // f r / P rounded to a multiple of 64 (the packing's tile width) where f
-// has at least 64 columns per rank, exact otherwise. A rank may hold none
-// (f < P).
+// has at least 64 columns per rank, else of 32 (GGUF's quantised blocks)
+// where it has 32, exact otherwise. A rank may hold none (f < P).
 struct ShardRange {
     std::int64_t begin = 0, end = 0;
     std::int64_t size() const { return end - begin; }
@@ -40,6 +42,14 @@ public:
                const Options& options = {});
     // The same over MPI_COMM_WORLD.
     ShardedFfn(const WeightView& gate, const WeightView& up, const WeightView& down,
+               const Options& options = {});
+    // Collective: every rank loads only its shard of the block `selector`
+    // chooses in the checkpoint at `path` (any format and naming scheme
+    // load_ffn reads): load_ffn_slice with its shard_range, so that the
+    // other ranks' bytes of the mapped file are never read. Ranks may pass
+    // different paths (each machine its own copy); a failure on any rank,
+    // or blocks that differ in d or f, throw on every rank.
+    ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelector& selector = {},
                const Options& options = {});
     ~ShardedFfn();
     ShardedFfn(ShardedFfn&&) noexcept;
@@ -64,8 +74,9 @@ public:
     // time, for the benchmark).
     double last_collective_seconds() const;
 
+    struct Impl;  // sharded_ffn.cpp
+
 private:
-    struct Impl;
     std::unique_ptr<Impl> impl_;
 };
 

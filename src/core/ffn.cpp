@@ -63,8 +63,8 @@ void check_view(const char* name, const detail::WeightSource& w) {
         invalid(who + ": rows and cols must be >= 1 (got " + view_text(w) + ")");
     if (!w.data) invalid(who + ": data is null");
     const bool blocks = w.type == detail::SourceType::q8_0 || w.type == detail::SourceType::q4_0;
-    if (blocks && w.cols % 32 != 0)
-        invalid(who + ": rows of " + std::to_string(w.cols) +
+    if (blocks && w.stored_cols() % 32 != 0)
+        invalid(who + ": rows of " + std::to_string(w.stored_cols()) +
                 " values are not whole blocks of 32 (Q8_0, Q4_0)");
 }
 

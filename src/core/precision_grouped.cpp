@@ -67,13 +67,19 @@ public:
     }
     // GGUF blocks of this format are placed as the file stores them: no
     // decoding, no quantising again (which would change blocks that ggml's
-    // reference rounding did not make, e.g. with an importance matrix).
+    // reference rounding did not make, e.g. with an importance matrix). A
+    // window of the rows (a tensor-parallel shard) qualifies when it starts
+    // on a block and ends on one or at the row's end.
     bool pack_stored_tile(const WeightSource* const* sources, int count, std::int64_t c0,
                           std::int64_t width, std::int64_t k, const dnnl::memory& to) override {
         const SourceType want =
             format_ == GroupedFormat::q8_0 ? SourceType::q8_0 : SourceType::q4_0;
-        for (int s = 0; s < count; ++s)
-            if (sources[s]->type != want || sources[s]->layout != Layout::out_in) return false;
+        for (int s = 0; s < count; ++s) {
+            const WeightSource& w = *sources[s];
+            const bool whole_blocks =
+                w.first_col % 32 == 0 && (k % 32 == 0 || w.first_col + k == w.stored_cols());
+            if (w.type != want || w.layout != Layout::out_in || !whole_blocks) return false;
+        }
         auto* tile = static_cast<std::uint8_t*>(to.get_data_handle());
         std::memset(tile, 0, grouped_tile_bytes(format_, k, count * width));
         const std::size_t nb = ggml_blocks(static_cast<std::size_t>(k));
@@ -82,7 +88,8 @@ public:
         for (int s = 0; s < count; ++s)
             for (std::int64_t j = 0; j < width; ++j) {
                 // Copied out: the file's blocks need not be aligned.
-                const unsigned char* row = source_row(*sources[s], c0 + j);
+                const WeightSource& w = *sources[s];
+                const unsigned char* row = source_row(w, c0 + j) + source_row_bytes(w.type, w.first_col);
                 const std::int64_t column = s * width + j;
                 if (format_ == GroupedFormat::q8_0) {
                     std::memcpy(q8.data(), row, nb * sizeof(BlockQ8_0));

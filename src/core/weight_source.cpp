@@ -21,37 +21,50 @@ struct Scratch {
     std::vector<BlockQ4_0> q4;
 };
 
-// Values [begin, begin + count) of a stored row of n values.
-void decode_row(const WeightSource& w, const unsigned char* row, std::int64_t n, std::int64_t begin,
-                std::int64_t count, float* out, Scratch& scratch) {
-    switch (w.type) {
+// Values [begin, begin + count) of a stored row of n values. Of a row of
+// blocks, only the blocks that hold them are read (a shard's neighbours'
+// blocks stay untouched on disk).
+void decode_row(SourceType type, const unsigned char* row, std::int64_t begin, std::int64_t count,
+                float* out, Scratch& scratch) {
+    switch (type) {
         case SourceType::f32: std::memcpy(out, row + 4 * begin, std::size_t(count) * 4); return;
         case SourceType::f16:
         case SourceType::bf16:
             for (std::int64_t i = 0; i < count; ++i) {
                 std::uint16_t h;
                 std::memcpy(&h, row + 2 * (begin + i), 2);
-                out[i] = w.type == SourceType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
+                out[i] = type == SourceType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
             }
             return;
         case SourceType::q8_0:
         case SourceType::q4_0: {
             // Blocks are copied out: the file's need not be aligned.
-            const std::size_t blocks = ggml_blocks(std::size_t(n));
-            scratch.values.resize(std::size_t(n));
-            if (w.type == SourceType::q8_0) {
+            const std::size_t first = std::size_t(begin) / kGgmlBlock;
+            const std::size_t last = std::size_t(begin + count - 1) / kGgmlBlock;  // count >= 1
+            const std::size_t blocks = last - first + 1, values = blocks * kGgmlBlock;
+            scratch.values.resize(values);
+            if (type == SourceType::q8_0) {
                 scratch.q8.resize(blocks);
-                std::memcpy(scratch.q8.data(), row, blocks * sizeof(BlockQ8_0));
-                dequantize_row_q8_0(scratch.q8.data(), std::size_t(n), scratch.values.data());
+                std::memcpy(scratch.q8.data(), row + first * sizeof(BlockQ8_0),
+                            blocks * sizeof(BlockQ8_0));
+                dequantize_row_q8_0(scratch.q8.data(), values, scratch.values.data());
             } else {
                 scratch.q4.resize(blocks);
-                std::memcpy(scratch.q4.data(), row, blocks * sizeof(BlockQ4_0));
-                dequantize_row_q4_0(scratch.q4.data(), std::size_t(n), scratch.values.data());
+                std::memcpy(scratch.q4.data(), row + first * sizeof(BlockQ4_0),
+                            blocks * sizeof(BlockQ4_0));
+                dequantize_row_q4_0(scratch.q4.data(), values, scratch.values.data());
             }
-            std::memcpy(out, scratch.values.data() + begin, std::size_t(count) * sizeof(float));
+            std::memcpy(out, scratch.values.data() + (std::size_t(begin) - first * kGgmlBlock),
+                        std::size_t(count) * sizeof(float));
             return;
         }
     }
+}
+
+// Values [begin, begin + count) of the window of stored row `i`.
+void decode(const WeightSource& w, std::int64_t i, std::int64_t begin, std::int64_t count,
+            float* out, Scratch& scratch) {
+    if (count > 0) decode_row(w.type, source_row(w, i), w.first_col + begin, count, out, scratch);
 }
 
 }  // namespace
@@ -69,7 +82,7 @@ std::size_t source_row_bytes(SourceType type, std::int64_t n) {
 
 const unsigned char* source_row(const WeightSource& w, std::int64_t row) {
     return static_cast<const unsigned char*>(w.data) +
-           std::size_t(row) * source_row_bytes(w.type, w.cols);
+           std::size_t(row) * source_row_bytes(w.type, w.stored_cols());
 }
 
 void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, float* plain,
@@ -77,7 +90,7 @@ void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, fl
     Scratch scratch;
     if (w.layout == Layout::in_out) {  // rows are inputs: a range of each
         for (std::int64_t i = 0; i < w.rows; ++i)
-            decode_row(w, source_row(w, i), w.cols, c0, width, plain + i * ld + offset, scratch);
+            decode(w, i, c0, width, plain + i * ld + offset, scratch);
         return;
     }
     // Rows are output columns: decode a few whole rows, then write them out
@@ -88,7 +101,7 @@ void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, fl
     for (std::int64_t j0 = 0; j0 < width; j0 += kRows) {
         const std::int64_t n = std::min(kRows, width - j0);
         for (std::int64_t j = 0; j < n; ++j)
-            decode_row(w, source_row(w, c0 + j0 + j), in, 0, in, rows.data() + j * in, scratch);
+            decode(w, c0 + j0 + j, 0, in, rows.data() + j * in, scratch);
         for (std::int64_t i = 0; i < in; ++i) {
             float* to = plain + i * ld + offset + j0;
             for (std::int64_t j = 0; j < n; ++j) to[j] = rows[std::size_t(j * in + i)];

@@ -17,22 +17,35 @@ enum class SourceType { f32, f16, bf16, q8_0, q4_0 };
 struct WeightSource {
     SourceType type = SourceType::f32;
     const void* data = nullptr;
-    std::int64_t rows = 0, cols = 0;  // as stored, row-major
+    // The matrix read: `rows` stored rows (row-major), and of each the
+    // `cols` values from value `first_col` on. A window narrower than the
+    // stored rows (row_values > cols) is how a tensor-parallel shard reads
+    // its columns of a checkpoint's tensor in place.
+    std::int64_t rows = 0, cols = 0;
     Layout layout = Layout::out_in;
     // The bytes are a read-only file mapping: once a tile is packed, the
     // pages it was read from may be dropped (they read back from the file).
     bool drop_pages = false;
+    std::int64_t first_col = 0;
+    std::int64_t row_values = 0;  // values per stored row; 0: cols (no window)
+
+    std::int64_t stored_cols() const { return row_values ? row_values : cols; }
 
     std::int64_t in_features() const { return layout == Layout::out_in ? cols : rows; }
     std::int64_t out_features() const { return layout == Layout::out_in ? rows : cols; }
     static WeightSource from(const WeightView& w) {
-        return {SourceType::f32, w.data, w.rows, w.cols, w.layout, false};
+        WeightSource s;
+        s.data = w.data;
+        s.rows = w.rows;
+        s.cols = w.cols;
+        s.layout = w.layout;
+        return s;
     }
 };
 
 // Bytes of one stored row of `n` values (block types: n a multiple of 32).
 std::size_t source_row_bytes(SourceType type, std::int64_t n);
-// Where stored row `row` starts.
+// Where stored row `row` starts (its value 0, not first_col).
 const unsigned char* source_row(const WeightSource& w, std::int64_t row);
 
 // Columns [c0, c0 + width) of x @ W, as f32: plain[i * ld + offset + j] =

@@ -428,6 +428,7 @@ ResolvedBlock resolve_block(const CheckpointFiles& file, const WeightSelector& s
     r.merged = !c.up;
     if (c.up) r.up = *c.up;
     r.down = *c.down;
+    r.import_note = import_note(c);
     return r;
 }
 
@@ -501,6 +502,24 @@ LoadedWeights load_weights(const std::string& path, const WeightSelector& select
 
 std::vector<BlockInfo> list_blocks(const std::string& path) {
     return detail::list_blocks(CheckpointFiles::open(path));
+}
+
+BlockInfo describe_block(const std::string& path, const WeightSelector& selector) {
+    const detail::ResolvedBlock r = detail::resolve_block(CheckpointFiles::open(path), selector);
+    const LoadedWeights& w = r.described;
+    BlockInfo info;
+    info.prefix = w.prefix;
+    info.scheme = w.scheme;
+    info.layer = w.layer;
+    info.expert = w.expert;
+    info.gate_name = w.gate_name;
+    info.up_name = w.up_name;
+    info.down_name = w.down_name;
+    info.source_dtype = w.source_dtype;
+    info.d = w.d;
+    info.f = w.f;
+    info.import_note = r.import_note;
+    return info;
 }
 
 }  // namespace swiglu

@@ -18,6 +18,7 @@ struct ResolvedBlock {
     StoredTensor up;          // empty when merged
     StoredTensor down;
     bool merged = false;
+    std::string import_note;  // as BlockInfo::import_note
 };
 ResolvedBlock resolve_block(const CheckpointFiles& files, const WeightSelector& selector);
 

@@ -7,6 +7,7 @@
 #include <climits>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <string>
 #include <vector>
 
@@ -14,13 +15,16 @@ namespace swiglu {
 
 namespace {
 
-// f r / P, on 64-column boundaries where every rank gets at least 64.
+// f r / P, rounded to 64 columns (the packing's tile width) where every
+// rank gets at least 64, else to 32 (GGUF's blocks: a shard of a Q8_0 / Q4_0
+// file then reads whole blocks, packs them as stored and quantises its
+// activations on the single process's blocks) where every rank gets 32.
 std::int64_t boundary(std::int64_t f, int rank, int ranks) {
     if (rank <= 0) return 0;
     if (rank >= ranks) return f;
-    const std::int64_t exact = f * rank / ranks;
-    if (f < 64 * std::int64_t{ranks}) return exact;
-    return std::min(f, (exact + 32) / 64 * 64);
+    const std::int64_t exact = f * rank / ranks, p = ranks;
+    const std::int64_t unit = f >= 64 * p ? 64 : f >= 32 * p ? 32 : 1;
+    return std::min(f, (exact + unit / 2) / unit * unit);
 }
 
 void check(int rc, const char* what) {
@@ -114,18 +118,20 @@ struct ShardedFfn::Impl {
     void sum(float* y, std::int64_t tokens) const;
 };
 
+namespace {
+
+// Runs `build` (which sets the Impl's d, f, shard and block) on every rank,
+// then agrees: a failure on any rank throws on every rank, and so do ranks
+// that built blocks of different d or f (different files, say). Collective.
+template <class Build>
+void construct(ShardedFfn::Impl& s, MPI_Comm comm, Build&& build);
+
+}  // namespace
+
 ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& up,
                        const WeightView& down, const Options& options)
     : impl_(std::make_unique<Impl>()) {
-    Impl& s = *impl_;
-    check(MPI_Comm_dup(comm, &s.comm), "MPI_Comm_dup");
-    MPI_Comm_rank(s.comm, &s.rank);
-    MPI_Comm_size(s.comm, &s.ranks);
-    for (auto* v : {&s.send_counts, &s.send_offsets, &s.receive_counts, &s.receive_offsets,
-                    &s.gather_counts, &s.gather_offsets})
-        v->resize(static_cast<std::size_t>(s.ranks));
-    std::unique_ptr<Error> failure;
-    try {
+    construct(*impl_, comm, [&](Impl& s) {
         s.d = gate.in_features();
         s.f = gate.out_features();
         if (s.d < 1 || s.f < 1)
@@ -147,13 +153,56 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& 
                                       slice(up, true, s.shard.begin, s.shard.end, u),
                                       slice(down, false, s.shard.begin, s.shard.end, dn), options);
         }
+    });
+}
+
+ShardedFfn::ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelector& selector,
+                       const Options& options)
+    : impl_(std::make_unique<Impl>()) {
+    construct(*impl_, comm, [&](Impl& s) {
+        // The block's header first (no values read), for f; then only this
+        // rank's columns, straight from the mapped file.
+        const BlockInfo block = describe_block(path, selector);
+        s.d = block.d;
+        s.f = block.f;
+        s.shard = shard_range(s.f, s.rank, s.ranks);
+        if (s.shard.size() > 0)
+            s.local = std::make_unique<Ffn>(
+                load_ffn_slice(path, {s.shard.begin, s.shard.end}, selector, options));
+    });
+}
+
+namespace {
+
+template <class Build>
+void construct(ShardedFfn::Impl& s, MPI_Comm comm, Build&& build) {
+    check(MPI_Comm_dup(comm, &s.comm), "MPI_Comm_dup");
+    MPI_Comm_rank(s.comm, &s.rank);
+    MPI_Comm_size(s.comm, &s.ranks);
+    for (auto* v : {&s.send_counts, &s.send_offsets, &s.receive_counts, &s.receive_offsets,
+                    &s.gather_counts, &s.gather_offsets})
+        v->resize(static_cast<std::size_t>(s.ranks));
+    std::unique_ptr<Error> failure;
+    try {
+        build(s);
     } catch (const Error& e) {
         failure = std::make_unique<Error>(e);
     } catch (const std::bad_alloc&) {
         failure = std::make_unique<Error>(Status::out_of_memory, "ShardedFfn: out of memory");
     }
     agree(s.comm, s.rank, s.ranks, failure.get());
+    // {d, f, -d, -f}: the max of each and of its negation give the range.
+    std::int64_t shape[4] = {s.d, s.f, -s.d, -s.f};
+    check(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    if (shape[0] != -shape[2] || shape[1] != -shape[3])
+        throw Error(Status::invalid_argument,
+                    "ShardedFfn: the ranks' blocks differ in shape (d from " +
+                        std::to_string(-shape[2]) + " to " + std::to_string(shape[0]) +
+                        ", f from " + std::to_string(-shape[3]) + " to " +
+                        std::to_string(shape[1]) + "): every rank must load the same block");
 }
+
+}  // namespace
 
 ShardedFfn::ShardedFfn(const WeightView& gate, const WeightView& up, const WeightView& down,
                        const Options& options)

@@ -4,45 +4,25 @@
 // thread count, the shard ranges, and errors on one rank reaching all.
 #include <doctest/doctest.h>
 
-#include <cstring>
 #include <string>
 #include <vector>
 
 #include <swiglu/mpi.hpp>
 
+#include "mpi_support.hpp"
 #include "reference.hpp"
 
 using namespace swiglu;
 using swiglu::test::RandomBlock;
+using swiglu::test::same_on_every_rank;
+using swiglu::test::world_rank;
+using swiglu::test::world_size;
 
-namespace {
-
-int world_rank() {
-    int r = 0;
-    MPI_Comm_rank(MPI_COMM_WORLD, &r);
-    return r;
-}
-int world_size() {
-    int p = 1;
-    MPI_Comm_size(MPI_COMM_WORLD, &p);
-    return p;
-}
-
-// Whether every rank's `v` has rank 0's bits.
-bool same_on_every_rank(const std::vector<float>& v) {
-    std::vector<float> first(v);
-    MPI_Bcast(first.data(), static_cast<int>(first.size()), MPI_FLOAT, 0, MPI_COMM_WORLD);
-    int same = std::memcmp(first.data(), v.data(), v.size() * sizeof(float)) == 0 ? 1 : 0;
-    MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-    return same == 1;
-}
-
-}  // namespace
 
 TEST_SUITE("mpi") {
 
-TEST_CASE("shard ranges cover f in order, on 64-column boundaries where f allows") {
-    for (std::int64_t f : {1, 2, 7, 64, 100, 341, 1024, 11008})
+TEST_CASE("shard ranges cover f in order, on 64- or 32-column boundaries where f allows") {
+    for (std::int64_t f : {1, 2, 7, 64, 100, 128, 341, 1024, 11008})
         for (int p : {1, 2, 3, 4, 7}) {
             std::int64_t next = 0;
             for (int r = 0; r < p; ++r) {
@@ -51,6 +31,7 @@ TEST_CASE("shard ranges cover f in order, on 64-column boundaries where f allows
                 CHECK(s.end >= s.begin);
                 next = s.end;
                 if (f >= 64 * p && r > 0) CHECK(s.begin % 64 == 0);
+                if (f >= 32 * p && r > 0) CHECK(s.begin % 32 == 0);
             }
             CHECK(next == f);
         }

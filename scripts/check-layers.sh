@@ -11,7 +11,8 @@ declare -A allowed=(
   [core]="core kernels onednn common"
   [io]="io core kernels onednn common"
   [capi]="capi io core kernels onednn common"
-  [cli]="cli capi io core kernels onednn common"
+  [mpi]="mpi"
+  [cli]="cli mpi capi io core kernels onednn common"
 )
 bad=0
 for layer in "${!allowed[@]}"; do

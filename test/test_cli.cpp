@@ -6,30 +6,22 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <fstream>
 #include <initializer_list>
-#include <iterator>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <spawn.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
 #include "cli/npy.hpp"
 #include "dtypes.hpp"
+#include "process.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
-
-extern char** environ;
 
 using namespace swiglu;
 using swiglu::test::RandomBlock;
@@ -39,61 +31,16 @@ namespace {
 
 constexpr std::int64_t kD = 13, kF = 29;
 
-struct Result {
-    int status = -1;  // the exit status, or -signal
-    std::string out, err;
-};
+using Result = test::ProcessResult;
+using test::exists;
+using test::list_dir;
+using test::slurp;
 
-std::string slurp(const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
-bool exists(const std::string& path) {
-    struct stat st {};
-    return ::stat(path.c_str(), &st) == 0;
-}
-
-std::set<std::string> list_dir(const std::string& dir) {
-    std::set<std::string> names;
-    if (DIR* d = ::opendir(dir.c_str())) {
-        while (const dirent* e = ::readdir(d))
-            if (std::string(e->d_name) != "." && std::string(e->d_name) != "..")
-                names.insert(e->d_name);
-        ::closedir(d);
-    }
-    return names;
-}
-
-// Runs the built command with `args`; stdout and stderr go to files (no pipe
-// to drain, so a chatty child cannot block).
+// Runs the built command with `args`.
 Result swiglu_cli(const std::vector<std::string>& args) {
-    static const std::string io_dir = test::temp_dir();
-    const std::string out_path = io_dir + "/stdout", err_path = io_dir + "/stderr";
-    std::vector<std::string> argv_strings = {SWIGLU_CLI_PATH};
-    argv_strings.insert(argv_strings.end(), args.begin(), args.end());
-    std::vector<char*> argv;
-    for (std::string& s : argv_strings) argv.push_back(s.data());
-    argv.push_back(nullptr);
-
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, 1, out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    posix_spawn_file_actions_addopen(&actions, 2, err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC,
-                                     0644);
-    pid_t pid = 0;
-    const int spawned = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
-    posix_spawn_file_actions_destroy(&actions);
-    REQUIRE_MESSAGE(spawned == 0, "cannot start " << SWIGLU_CLI_PATH);
-
-    int wstatus = 0;
-    while (::waitpid(pid, &wstatus, 0) < 0) {}
-    Result r;
-    r.status = WIFEXITED(wstatus) ? WEXITSTATUS(wstatus) : -WTERMSIG(wstatus);
-    r.out = slurp(out_path);
-    r.err = slurp(err_path);
-    return r;
+    std::vector<std::string> argv = {SWIGLU_CLI_PATH};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return test::run_process(argv);
 }
 
 std::string command_line(const std::vector<std::string>& args) {

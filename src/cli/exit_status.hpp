@@ -10,13 +10,25 @@
 
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 namespace swiglu::cli {
 
 enum ExitStatus : int { exit_ok = 0, exit_internal = 1, exit_usage = 2 };
 
-// Prints "swiglu: error: <message>" on one line (newlines in `message` are
-// flattened) and returns `status`.
+// Who reports: the program's name in messages ("swiglu" unless set), and
+// whether this process prints at all (under mpirun only rank 0 does; the
+// others return the same statuses silently).
+void set_reporter(const std::string& program, bool quiet);
+
+// Prints "<program>: error: <message>" on one line (newlines in `message`
+// are flattened) and returns `status`.
 int report(ExitStatus status, const std::string& message);
+
+// CLI11's parse errors (its own exit codes 105, 106, ...) reported as usage
+// errors, naming the command and its --help; help and version print and
+// succeed.
+int report_parse_error(const CLI::App& app, const CLI::ParseError& e);
 
 // Call from a catch (...) block: reports the exception in flight and returns
 // the exit status it maps to.

@@ -84,4 +84,40 @@ const char* const info_footer =
     "  swiglu info --weights model.safetensors\n"
     "  swiglu info --weights model.safetensors --layer 0";
 
+const char* const mpi_program_description =
+    "swiglu-mpi: 'swiglu run' with the block sharded over the ranks of mpirun.\n"
+    "\n"
+    "Rank r of P holds hidden columns [f r / P, f (r + 1) / P) of W_gate and W_up and\n"
+    "the matching rows of W_down, and reads only those bytes of the checkpoint; one\n"
+    "collective per call sums the partial outputs in rank order (the same bits for\n"
+    "any thread counts).";
+
+const char* const mpi_program_footer =
+    "Examples:\n"
+    "  mpirun -n 2 swiglu-mpi run --weights model.safetensors --layer 0 \\\n"
+    "         --input x.npy --output y.npy --threads 1\n"
+    "  mpirun -n 4 --hostfile hosts --map-by node swiglu-mpi run \\\n"
+    "         --weights /models/llama/model.safetensors.index.json --layer 3 \\\n"
+    "         --input x.npy --output y.npy\n"
+    "\n"
+    "Run 'swiglu-mpi run --help' for the options.\n"
+    "Exit status (every rank's, so mpirun's): 0 success; 2 bad arguments or bad\n"
+    "input on any rank; 1 internal error or out of memory. Rank 0 prints the one\n"
+    "error line, naming the rank that failed.";
+
+const char* const mpi_run_description =
+    "y = block(x), the block sharded over the ranks: 'swiglu run' under mpirun\n"
+    "\n"
+    "The options are those of 'swiglu run' (but --trace), with the same meaning.\n"
+    "Rank 0 reads x (--input) and writes y (--output, atomically, last); the other\n"
+    "ranks receive x from it. Every rank opens --weights itself (on several\n"
+    "machines, each needs the checkpoint at that path) and maps only its columns;\n"
+    "a failure on any rank (a missing or damaged file, another block) fails every\n"
+    "rank before y is written. --threads is per rank.";
+
+const char* const mpi_run_footer =
+    "Examples:\n"
+    "  mpirun -n 2 swiglu-mpi run --weights model.gguf --layer 0 --dtype q4_0 \\\n"
+    "         --input x.npy --output y.npy";
+
 }  // namespace swiglu::cli::help

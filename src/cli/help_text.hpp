@@ -11,5 +11,10 @@ extern const char* const run_description;
 extern const char* const run_footer;
 extern const char* const info_description;
 extern const char* const info_footer;
+// swiglu-mpi
+extern const char* const mpi_program_description;
+extern const char* const mpi_program_footer;
+extern const char* const mpi_run_description;
+extern const char* const mpi_run_footer;
 
 }  // namespace swiglu::cli::help

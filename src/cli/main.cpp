@@ -14,28 +14,7 @@
 #include "info_command.hpp"
 #include "run_command.hpp"
 
-namespace {
-
 using namespace swiglu::cli;
-
-// CLI11 exits with its own codes (105, 106, ...) for parse errors; every
-// one of them is a usage error here. Help and version are successes.
-int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    const auto selected = app.get_subcommands();
-    const CLI::App& where = selected.empty() ? app : *selected.front();
-    const std::string command = selected.empty() ? "" : where.get_name();
-    // CLI11 checks required options before it complains about unknown ones;
-    // a mistyped option is the better explanation of the two.
-    std::string message = e.what();
-    const std::vector<std::string> unknown = where.remaining();
-    if (!unknown.empty()) message = "unknown argument '" + unknown.front() + "'";
-    const std::string see = selected.empty() ? "swiglu --help" : "swiglu " + command + " --help";
-    return report(exit_usage,
-                  (command.empty() ? "" : command + ": ") + message + " (see '" + see + "')");
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
     CLI::App app(swiglu::cli::help::program_description, "swiglu");

@@ -13,7 +13,6 @@
 #include "trace_output.hpp"
 
 namespace swiglu::cli {
-namespace {
 
 using detail::invalid;
 
@@ -32,13 +31,7 @@ detail::NpyArray read_input(const std::string& path) {
     return x;
 }
 
-// The block, packed straight from the checkpoint (no f32 copy of it).
-Ffn build_block(const WeightsArgs& weights, int threads, Dtype dtype) {
-    return load_checkpoint_block(weights, Options{threads, dtype});
-}
-
-// The rows the block runs on: every dimension but the last, which must be d.
-std::int64_t rows(const detail::NpyArray& x, std::int64_t d, const std::string& path) {
+std::int64_t input_rows(const detail::NpyArray& x, std::int64_t d, const std::string& path) {
     const std::int64_t last = x.shape.back();
     if (last != d)
         invalid("input " + path + ": shape " + detail::shape_string(x.shape) +
@@ -47,21 +40,23 @@ std::int64_t rows(const detail::NpyArray& x, std::int64_t d, const std::string& 
     return x.elements() / d;  // d >= 1: an Ffn has no empty dimension
 }
 
-}  // namespace
+void add_run_options(CLI::App& run, RunArgs& args) {
+    add_weights_options(run, args.weights, /*required=*/true);
+    run.add_option("--input", args.input, "x: float32 .npy of shape (M, d) or (B, T, d)")
+        ->required()
+        ->type_name("X.npy");
+    run.add_option("--output", args.output,
+                   "y: written as float32 .npy, x's shape (replaced atomically if it exists)")
+        ->required()
+        ->type_name("Y.npy");
+    add_threads_option(run, args.threads);
+    add_dtype_option(run, args.dtype);
+}
 
 CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
     CLI::App* run = app.add_subcommand("run", help::run_description);
     run->footer(help::run_footer);
-    add_weights_options(*run, args.weights, /*required=*/true);
-    run->add_option("--input", args.input, "x: float32 .npy of shape (M, d) or (B, T, d)")
-        ->required()
-        ->type_name("X.npy");
-    run->add_option("--output", args.output,
-                    "y: written as float32 .npy, x's shape (replaced atomically if it exists)")
-        ->required()
-        ->type_name("Y.npy");
-    add_threads_option(*run, args.threads);
-    add_dtype_option(*run, args.dtype);
+    add_run_options(*run, args);
     run->add_option("--trace", args.trace_dir,
                     "also write the intermediates gate, up, act, down as .npy files into DIR")
         ->type_name("DIR");
@@ -75,8 +70,9 @@ void run_command(const RunArgs& args) {
     if (tracing) check_trace_dir(args.trace_dir);
 
     const detail::NpyArray x = read_input(args.input);
-    const Ffn ffn = build_block(args.weights, args.threads, args.dtype);
-    const std::int64_t tokens = rows(x, ffn.d(), args.input);
+    // Packed straight from the checkpoint (no f32 copy of it).
+    const Ffn ffn = load_checkpoint_block(args.weights, Options{args.threads, args.dtype});
+    const std::int64_t tokens = input_rows(x, ffn.d(), args.input);
 
     std::vector<float> y(x.data.size());
     if (tracing) {

@@ -89,7 +89,8 @@ public:
             for (std::int64_t j = 0; j < width; ++j) {
                 // Copied out: the file's blocks need not be aligned.
                 const WeightSource& w = *sources[s];
-                const unsigned char* row = source_row(w, c0 + j) + source_row_bytes(w.type, w.first_col);
+                const unsigned char* row =
+                    source_row(w, c0 + j) + source_row_bytes(w.type, w.first_col);
                 const std::int64_t column = s * width + j;
                 if (format_ == GroupedFormat::q8_0) {
                     std::memcpy(q8.data(), row, nb * sizeof(BlockQ8_0));

@@ -11,7 +11,11 @@
 #include <string>
 #include <vector>
 
+#include "agreement.hpp"
+
 namespace swiglu {
+
+using detail::check_mpi;
 
 namespace {
 
@@ -25,35 +29,6 @@ std::int64_t boundary(std::int64_t f, int rank, int ranks) {
     const std::int64_t exact = f * rank / ranks, p = ranks;
     const std::int64_t unit = f >= 64 * p ? 64 : f >= 32 * p ? 32 : 1;
     return std::min(f, (exact + unit / 2) / unit * unit);
-}
-
-void check(int rc, const char* what) {
-    if (rc != MPI_SUCCESS) {
-        char text[MPI_MAX_ERROR_STRING];
-        int length = 0;
-        MPI_Error_string(rc, text, &length);
-        throw Error(Status::internal, std::string(what) + ": " + std::string(text, length));
-    }
-}
-
-// Throws the error of rank `from` (its status and message, broadcast) on
-// every rank; `local` is this rank's, null if it did not fail. Collective.
-[[noreturn]] void throw_from(MPI_Comm comm, int from, const Error* local) {
-    std::string message = local ? local->what() : "";
-    int fields[2] = {local ? static_cast<int>(local->status()) : 0,
-                     static_cast<int>(message.size())};
-    check(MPI_Bcast(fields, 2, MPI_INT, from, comm), "MPI_Bcast");
-    message.resize(static_cast<std::size_t>(fields[1]));
-    check(MPI_Bcast(message.data(), fields[1], MPI_CHAR, from, comm), "MPI_Bcast");
-    throw Error(static_cast<Status>(fields[0]), "rank " + std::to_string(from) + ": " + message);
-}
-
-// Throws on every rank if `local` failed on any: the lowest failing rank's
-// error. Collective.
-void agree(MPI_Comm comm, int rank, int ranks, const Error* local) {
-    int first = local ? rank : ranks;
-    check(MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT, MPI_MIN, comm), "MPI_Allreduce");
-    if (first < ranks) throw_from(comm, first, first == rank ? local : nullptr);
 }
 
 // Rows [begin, end) of a (rows, cols) matrix, or its columns, as a
@@ -176,24 +151,16 @@ namespace {
 
 template <class Build>
 void construct(ShardedFfn::Impl& s, MPI_Comm comm, Build&& build) {
-    check(MPI_Comm_dup(comm, &s.comm), "MPI_Comm_dup");
+    check_mpi(MPI_Comm_dup(comm, &s.comm), "MPI_Comm_dup");
     MPI_Comm_rank(s.comm, &s.rank);
     MPI_Comm_size(s.comm, &s.ranks);
     for (auto* v : {&s.send_counts, &s.send_offsets, &s.receive_counts, &s.receive_offsets,
                     &s.gather_counts, &s.gather_offsets})
         v->resize(static_cast<std::size_t>(s.ranks));
-    std::unique_ptr<Error> failure;
-    try {
-        build(s);
-    } catch (const Error& e) {
-        failure = std::make_unique<Error>(e);
-    } catch (const std::bad_alloc&) {
-        failure = std::make_unique<Error>(Status::out_of_memory, "ShardedFfn: out of memory");
-    }
-    agree(s.comm, s.rank, s.ranks, failure.get());
+    detail::agree(s.comm, detail::failure_of("ShardedFfn", [&] { build(s); }).get());
     // {d, f, -d, -f}: the max of each and of its negation give the range.
     std::int64_t shape[4] = {s.d, s.f, -s.d, -s.f};
-    check(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
     if (shape[0] != -shape[2] || shape[1] != -shape[3])
         throw Error(Status::invalid_argument,
                     "ShardedFfn: the ranks' blocks differ in shape (d from " +
@@ -236,22 +203,15 @@ void ShardedFfn::forward(const float* x, float* y, std::int64_t tokens) const {
     else if (tokens > std::numeric_limits<std::int64_t>::max() / s.d / 4)
         failure = std::make_unique<Error>(Status::invalid_argument,
                                           "ShardedFfn::forward: tokens * d overflows");
-    if (!failure && tokens > 0) {
-        try {
-            s.partial_sums(x, tokens);
-        } catch (const Error& e) {
-            failure = std::make_unique<Error>(e);
-        } catch (const std::bad_alloc&) {
-            failure = std::make_unique<Error>(Status::out_of_memory,
-                                              "ShardedFfn::forward: out of memory");
-        }
-    }
+    if (!failure && tokens > 0)
+        failure = detail::failure_of("ShardedFfn::forward", [&] { s.partial_sums(x, tokens); });
     // {lowest failing rank, as ranks - rank (0: none), max tokens, -min tokens}
     std::int64_t agreed[3] = {failure ? s.ranks - s.rank : 0, tokens, -tokens};
-    check(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT64_T, MPI_MAX, s.comm),
+              "MPI_Allreduce");
     if (agreed[0] > 0) {
         const int from = s.ranks - static_cast<int>(agreed[0]);
-        throw_from(s.comm, from, from == s.rank ? failure.get() : nullptr);
+        detail::throw_from(s.comm, from, from == s.rank ? failure.get() : nullptr);
     }
     if (agreed[1] != -agreed[2])
         throw Error(Status::invalid_argument,
@@ -297,10 +257,10 @@ void ShardedFfn::Impl::sum(float* y, std::int64_t tokens) const {
             receive_counts[static_cast<std::size_t>(t)] = static_cast<int>(mine);
             receive_offsets[static_cast<std::size_t>(t)] = static_cast<int>(mine * t);
         }
-        check(MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), MPI_FLOAT,
-                            receive.data(), receive_counts.data(), receive_offsets.data(),
-                            MPI_FLOAT, comm),
-              "MPI_Alltoallv");
+        check_mpi(MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), MPI_FLOAT,
+                                receive.data(), receive_counts.data(), receive_offsets.data(),
+                                MPI_FLOAT, comm),
+                  "MPI_Alltoallv");
         // The sum in rank order: the same bits on every rank, whatever MPI does.
         slice.assign(receive.begin(), receive.begin() + mine);
         for (int t = 1; t < ranks; ++t) {
@@ -312,9 +272,9 @@ void ShardedFfn::Impl::sum(float* y, std::int64_t tokens) const {
             gather_counts[static_cast<std::size_t>(t)] = static_cast<int>(rows * d_size(t));
             gather_offsets[static_cast<std::size_t>(t)] = static_cast<int>(rows * d_begin(t));
         }
-        check(MPI_Allgatherv(slice.data(), static_cast<int>(mine), MPI_FLOAT, gathered.data(),
-                             gather_counts.data(), gather_offsets.data(), MPI_FLOAT, comm),
-              "MPI_Allgatherv");
+        check_mpi(MPI_Allgatherv(slice.data(), static_cast<int>(mine), MPI_FLOAT, gathered.data(),
+                                 gather_counts.data(), gather_offsets.data(), MPI_FLOAT, comm),
+                  "MPI_Allgatherv");
         // Gathered slices are (rows x w_t) blocks in rank order: back to rows.
         for (int t = 0; t < ranks; ++t) {
             const std::int64_t c0 = d_begin(t), w = d_size(t);

@@ -141,10 +141,10 @@ TEST_CASE("GGUF experts: one expert of a stacked tensor, sharded") {
         up.insert(up.end(), b.up.begin(), b.up.end());
         down.insert(down.end(), b.down.begin(), b.down.end());
     }
-    const std::string path =
-        shared_file("moe.gguf", gguf_bytes({{"blk.0.ffn_gate_exps.weight", 8, {d, f, 2}, gate, ""},
-                                            {"blk.0.ffn_up_exps.weight", 8, {d, f, 2}, up, ""},
-                                            {"blk.0.ffn_down_exps.weight", 8, {f, d, 2}, down, ""}}));
+    const std::string path = shared_file(
+        "moe.gguf", gguf_bytes({{"blk.0.ffn_gate_exps.weight", 8, {d, f, 2}, gate, ""},
+                                {"blk.0.ffn_up_exps.weight", 8, {d, f, 2}, up, ""},
+                                {"blk.0.ffn_down_exps.weight", 8, {f, d, 2}, down, ""}}));
     check_sharded(path, WeightSelector{-1, "", 1}, d, f, Dtype::q8_0, f32_tolerance(d, f));
 }
 
@@ -159,14 +159,12 @@ TEST_CASE("a rank that cannot load its checkpoint, or loads another block, fails
     const int last = world_size() - 1;
     const bool odd_one = world_rank() == last;
 
-    std::string message = error_on_every_rank(
-        [&] { ShardedFfn(MPI_COMM_WORLD, odd_one ? truncated : good); });
+    std::string message =
+        error_on_every_rank([&] { ShardedFfn(MPI_COMM_WORLD, odd_one ? truncated : good); });
     CAPTURE(message);
     CHECK(message.rfind("rank " + std::to_string(last) + ": " + truncated + ": ", 0) == 0);
 
-    message = error_on_every_rank([&] {
-        ShardedFfn(MPI_COMM_WORLD, odd_one ? different : good);
-    });
+    message = error_on_every_rank([&] { ShardedFfn(MPI_COMM_WORLD, odd_one ? different : good); });
     CHECK(contains(message, "every rank must load the same block"));
 
     message = error_on_every_rank([&] {

@@ -18,7 +18,6 @@ using swiglu::test::same_on_every_rank;
 using swiglu::test::world_rank;
 using swiglu::test::world_size;
 
-
 TEST_SUITE("mpi") {
 
 TEST_CASE("shard ranges cover f in order, on 64- or 32-column boundaries where f allows") {

@@ -9,7 +9,7 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
 cmake --install "$build" --prefix "$work/prefix" >/dev/null
-for f in include/swiglu/swiglu.hpp include/swiglu/swiglu.h include/swiglu/mpi.hpp bin/swiglu bin/swiglu_bench \
+for f in include/swiglu/swiglu.hpp include/swiglu/swiglu.h include/swiglu/mpi.hpp bin/swiglu bin/swiglu-mpi bin/swiglu_bench \
          lib/cmake/swiglu/swigluConfig.cmake lib/cmake/swiglu/swigluConfigVersion.cmake \
          lib/pkgconfig/swiglu.pc; do
   [ -e "$work/prefix/$f" ] || { echo "missing from the install: $f"; exit 1; }

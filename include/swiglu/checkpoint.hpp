@@ -86,9 +86,10 @@ struct HiddenColumns {
 // inputs in hidden columns `columns` only, an Ffn with f = end - begin whose
 // y is that slice's share of the block's y (the shares of slices that
 // partition [0, f) sum to it). What one rank of a tensor-parallel group runs
-// (swiglu/mpi.hpp). Only that slice's bytes of the file are read, except,
-// for GGUF's blocks of 32 values, the rest of a block a boundary cuts (a
-// slice on 32-column boundaries reads none). Throws invalid_argument unless
+// (swiglu/mpi.hpp). Only the pages of the file that hold that slice's
+// values are read (read-around is turned off where the slice is a window of
+// each row), except the rest of a GGUF block of 32 values a boundary cuts
+// (a slice on 32-column boundaries cuts none). Throws invalid_argument unless
 // 0 <= begin < end <= f.
 SWIGLU_API Ffn load_ffn_slice(const std::string& path, HiddenColumns columns,
                               const WeightSelector& selector = {}, const Options& options = {});

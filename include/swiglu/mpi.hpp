@@ -48,7 +48,8 @@ public:
     // load_ffn reads): load_ffn_slice with its shard_range, so that the
     // other ranks' bytes of the mapped file are never read. Ranks may pass
     // different paths (each machine its own copy); a failure on any rank,
-    // or blocks that differ in d or f, throw on every rank.
+    // or blocks that differ (shape, scheme, tensor names, dtypes), throw on
+    // every rank.
     ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelector& selector = {},
                const Options& options = {});
     ~ShardedFfn();
@@ -66,17 +67,18 @@ public:
     // Collective: every rank calls it with the same x (tokens, d) and gets
     // y = block(x), the same bits on every rank. Arguments are checked on
     // every rank and agreed on (one small allreduce): a bad call on any rank
-    // throws on every rank and writes nothing. One call at a time per
-    // ShardedFfn (MPI calls from one thread).
+    // throws on every rank and writes nothing. y may be x (in place). One
+    // call at a time per ShardedFfn (MPI calls from one thread).
     void forward(const float* x, float* y, std::int64_t tokens) const;
 
     // Seconds the last forward() spent in the collective (its share of the
     // time, for the benchmark).
     double last_collective_seconds() const;
 
-    struct Impl;  // sharded_ffn.cpp
-
 private:
+    struct Impl;
+    template <class Build>
+    static void construct(Impl& s, MPI_Comm comm, Build&& build);  // sharded_ffn.cpp
     std::unique_ptr<Impl> impl_;
 };
 

@@ -31,6 +31,10 @@ int report(ExitStatus status, const std::string& message) {
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
         return quiet ? exit_ok : app.exit(e);
+    return report(exit_usage, parse_error_message(app, e));
+}
+
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e) {
     const auto selected = app.get_subcommands();
     const CLI::App& where = selected.empty() ? app : *selected.front();
     const std::string command = selected.empty() ? "" : where.get_name();
@@ -40,8 +44,7 @@ int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
     const std::vector<std::string> unknown = where.remaining();
     if (!unknown.empty()) message = "unknown argument '" + unknown.front() + "'";
     const std::string see = program_name + (command.empty() ? "" : " " + command) + " --help";
-    return report(exit_usage,
-                  (command.empty() ? "" : command + ": ") + message + " (see '" + see + "')");
+    return (command.empty() ? "" : command + ": ") + message + " (see '" + see + "')";
 }
 
 int report_current_exception() {

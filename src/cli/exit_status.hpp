@@ -29,6 +29,8 @@ int report(ExitStatus status, const std::string& message);
 // errors, naming the command and its --help; help and version print and
 // succeed.
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e);
+// What report_parse_error prints for an error (not help or version).
+std::string parse_error_message(const CLI::App& app, const CLI::ParseError& e);
 
 // Call from a catch (...) block: reports the exception in flight and returns
 // the exit status it maps to.

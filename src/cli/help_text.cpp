@@ -96,7 +96,7 @@ const char* const mpi_program_footer =
     "Examples:\n"
     "  mpirun -n 2 swiglu-mpi run --weights model.safetensors --layer 0 \\\n"
     "         --input x.npy --output y.npy --threads 1\n"
-    "  mpirun -n 4 --hostfile hosts --map-by node swiglu-mpi run \\\n"
+    "  mpirun -n 4 --hostfile hosts --map-by node --bind-to none swiglu-mpi run \\\n"
     "         --weights /models/llama/model.safetensors.index.json --layer 3 \\\n"
     "         --input x.npy --output y.npy\n"
     "\n"
@@ -113,7 +113,8 @@ const char* const mpi_run_description =
     "ranks receive x from it. Every rank opens --weights itself (on several\n"
     "machines, each needs the checkpoint at that path) and maps only its columns;\n"
     "a failure on any rank (a missing or damaged file, another block) fails every\n"
-    "rank before y is written. --threads is per rank.";
+    "rank before y is written. --threads is per rank; mpirun binds 2 ranks to a core\n"
+    "each and more to a socket unless told '--bind-to none'.";
 
 const char* const mpi_run_footer =
     "Examples:\n"

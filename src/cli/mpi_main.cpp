@@ -4,7 +4,6 @@
 // exits with the same status, so mpirun's is the run's.
 #include <mpi.h>
 
-#include <iostream>
 #include <memory>
 #include <string>
 
@@ -14,6 +13,7 @@
 #include "exit_status.hpp"
 #include "help_formatter.hpp"
 #include "help_text.hpp"
+#include "mpi/agreement.hpp"
 #include "mpi_run_command.hpp"
 
 using namespace swiglu::cli;
@@ -29,16 +29,28 @@ int run(int argc, char** argv, bool root) {
                          "print the version and exit");
     RunArgs args;
     CLI::App* command = add_mpi_run_command(app, args);
+    // Ranks may be given different arguments (mpirun's "A : B" form): each
+    // rank's parse is agreed on before any goes on into the run.
+    std::unique_ptr<swiglu::Error> parse_failure;
+    int printed = 0;  // help or version: printed (by rank 0), nothing to run
     try {
         app.parse(argc, argv);
+        if (!command->parsed())
+            parse_failure = std::make_unique<swiglu::Error>(
+                swiglu::Status::invalid_argument, "no command: try 'swiglu-mpi run --help'");
     } catch (const CLI::ParseError& e) {
-        return report_parse_error(app, e);
-    }
-    if (!command->parsed()) {
-        if (root) std::cerr << app.help();
-        return exit_usage;
+        if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) {
+            printed = 1;
+            if (root) app.exit(e);
+        } else {
+            parse_failure = std::make_unique<swiglu::Error>(swiglu::Status::invalid_argument,
+                                                            parse_error_message(app, e));
+        }
     }
     try {
+        swiglu::detail::agree(MPI_COMM_WORLD, parse_failure.get());
+        MPI_Allreduce(MPI_IN_PLACE, &printed, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        if (printed) return exit_ok;
         mpi_run_command(args);
     } catch (...) {
         return report_current_exception();

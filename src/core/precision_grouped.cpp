@@ -69,15 +69,14 @@ public:
     // decoding, no quantising again (which would change blocks that ggml's
     // reference rounding did not make, e.g. with an importance matrix). A
     // window of the rows (a tensor-parallel shard) qualifies when it starts
-    // on a block and ends on one or at the row's end.
+    // and ends on a block (stored rows are whole blocks: check_view).
     bool pack_stored_tile(const WeightSource* const* sources, int count, std::int64_t c0,
                           std::int64_t width, std::int64_t k, const dnnl::memory& to) override {
         const SourceType want =
             format_ == GroupedFormat::q8_0 ? SourceType::q8_0 : SourceType::q4_0;
         for (int s = 0; s < count; ++s) {
             const WeightSource& w = *sources[s];
-            const bool whole_blocks =
-                w.first_col % 32 == 0 && (k % 32 == 0 || w.first_col + k == w.stored_cols());
+            const bool whole_blocks = w.first_col % 32 == 0 && k % 32 == 0;
             if (w.type != want || w.layout != Layout::out_in || !whole_blocks) return false;
         }
         auto* tile = static_cast<std::uint8_t*>(to.get_data_handle());

@@ -14,7 +14,7 @@ namespace swiglu::detail {
 
 namespace {
 
-// Room to decode a whole row of blocks.
+// Room to decode the blocks that hold a row's values.
 struct Scratch {
     std::vector<float> values;
     std::vector<BlockQ8_0> q8;
@@ -118,6 +118,14 @@ void release_columns(const WeightSource& w, std::int64_t c0, std::int64_t width)
     // Only whole pages inside the range: a neighbour's rows stay. A failure
     // only means the pages stay resident.
     if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
+void read_window_pages_only(const WeightSource& w) noexcept {
+    if (!w.drop_pages || w.cols == w.stored_cols()) return;
+    const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(source_row(w, 0)) / page * page;
+    const auto end = reinterpret_cast<std::uintptr_t>(source_row(w, w.rows));
+    ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_RANDOM);
 }
 
 }  // namespace swiglu::detail

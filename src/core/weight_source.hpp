@@ -58,4 +58,11 @@ void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, fl
 // when w.drop_pages and they are whole rows ((out, in) layout); else nothing.
 void release_columns(const WeightSource& w, std::int64_t c0, std::int64_t width) noexcept;
 
+// For a file mapping read through a window narrower than its rows: turns
+// off the kernel's read-around for those rows (MADV_RANDOM), so that a page
+// fault reads that page from the file, not the ~128 KB about it, which
+// would be the other shards' columns. Nothing otherwise; a failure only
+// leaves read-around on.
+void read_window_pages_only(const WeightSource& w) noexcept;
+
 }  // namespace swiglu::detail

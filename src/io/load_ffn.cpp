@@ -6,8 +6,9 @@
 // the stored type (F32, F16, BF16, Q8_0, Q4_0) into one plain f32 tile and
 // packed, and the file's pages are given back tile by tile, so loading
 // costs the packed weights plus a tile, not an f32 copy of the weights. A
-// slice reads its rows of a tensor, or a window of each row: the pages of
-// other slices are never touched (but for those a boundary shares).
+// slice reads its rows of a tensor, or a window of each row (with the
+// kernel's read-around off): the pages of other slices are never read (but
+// for those a boundary shares).
 #include <swiglu/checkpoint.hpp>
 
 #include "core/ffn_access.hpp"
@@ -49,6 +50,7 @@ detail::WeightSource slice(const detail::StoredTensor& t, Layout layout, bool hi
         s.cols = c.end - c.begin;
     }
     s.data = t.data + std::size_t(row0) * detail::source_row_bytes(s.type, s.row_values);
+    detail::read_window_pages_only(s);
     return s;
 }
 

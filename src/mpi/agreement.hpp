@@ -44,6 +44,8 @@ std::unique_ptr<Error> failure_of(const char* who, Work&& work) {
         return std::make_unique<Error>(Status::out_of_memory, std::string(who) + ": out of memory");
     } catch (const std::exception& e) {
         return std::make_unique<Error>(Status::internal, std::string(who) + ": " + e.what());
+    } catch (...) {
+        return std::make_unique<Error>(Status::internal, std::string(who) + ": unknown exception");
     }
     return nullptr;
 }

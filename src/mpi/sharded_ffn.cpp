@@ -31,6 +31,13 @@ std::int64_t boundary(std::int64_t f, int rank, int ranks) {
     return std::min(f, (exact + unit / 2) / unit * unit);
 }
 
+// FNV-1a: the same value for the same text on every rank and machine.
+std::uint64_t fingerprint(const std::string& text) {
+    std::uint64_t h = 14695981039346656037ull;
+    for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    return h;
+}
+
 // Rows [begin, end) of a (rows, cols) matrix, or its columns, as a
 // contiguous copy when they are not contiguous already.
 WeightView slice(const WeightView& w, bool slice_out, std::int64_t begin, std::int64_t end,
@@ -70,6 +77,7 @@ struct ShardedFfn::Impl {
     int rank = 0, ranks = 1;
     std::int64_t d = 0, f = 0;
     ShardRange shard;
+    std::string identity;        // what block this is, to compare across ranks
     std::unique_ptr<Ffn> local;  // null when this rank holds no columns
     // Scratch, grown to the largest call so far: the partial y, the
     // segments sent and received, the summed slice and the gathered rows.
@@ -93,20 +101,11 @@ struct ShardedFfn::Impl {
     void sum(float* y, std::int64_t tokens) const;
 };
 
-namespace {
-
-// Runs `build` (which sets the Impl's d, f, shard and block) on every rank,
-// then agrees: a failure on any rank throws on every rank, and so do ranks
-// that built blocks of different d or f (different files, say). Collective.
-template <class Build>
-void construct(ShardedFfn::Impl& s, MPI_Comm comm, Build&& build);
-
-}  // namespace
-
 ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& up,
                        const WeightView& down, const Options& options)
     : impl_(std::make_unique<Impl>()) {
     construct(*impl_, comm, [&](Impl& s) {
+        s.identity = "views, dtype " + std::string(dtype_name(options.dtype));
         s.d = gate.in_features();
         s.f = gate.out_features();
         if (s.d < 1 || s.f < 1)
@@ -138,6 +137,9 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelec
         // The block's header first (no values read), for f; then only this
         // rank's columns, straight from the mapped file.
         const BlockInfo block = describe_block(path, selector);
+        s.identity = block.scheme + " " + block.gate_name + " " + block.up_name + " " +
+                     block.down_name + " " + block.source_dtype + ", dtype " +
+                     dtype_name(options.dtype);
         s.d = block.d;
         s.f = block.f;
         s.shard = shard_range(s.f, s.rank, s.ranks);
@@ -147,10 +149,12 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelec
     });
 }
 
-namespace {
-
+// Runs `build` (which sets the Impl's d, f, identity, shard and block) on
+// every rank, then agrees: a failure on any rank throws on every rank, and
+// so do ranks that built different blocks (another d or f, or another
+// scheme, tensor names, stored or packed dtype: another file, say).
 template <class Build>
-void construct(ShardedFfn::Impl& s, MPI_Comm comm, Build&& build) {
+void ShardedFfn::construct(Impl& s, MPI_Comm comm, Build&& build) {
     check_mpi(MPI_Comm_dup(comm, &s.comm), "MPI_Comm_dup");
     MPI_Comm_rank(s.comm, &s.rank);
     MPI_Comm_size(s.comm, &s.ranks);
@@ -158,18 +162,20 @@ void construct(ShardedFfn::Impl& s, MPI_Comm comm, Build&& build) {
                     &s.gather_counts, &s.gather_offsets})
         v->resize(static_cast<std::size_t>(s.ranks));
     detail::agree(s.comm, detail::failure_of("ShardedFfn", [&] { build(s); }).get());
-    // {d, f, -d, -f}: the max of each and of its negation give the range.
+    // The max of each value and of its negation (complement) give its range.
     std::int64_t shape[4] = {s.d, s.f, -s.d, -s.f};
     check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
-    if (shape[0] != -shape[2] || shape[1] != -shape[3])
+    const std::uint64_t h = fingerprint(s.identity);
+    std::uint64_t kind[2] = {h, ~h};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, kind, 2, MPI_UINT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    if (shape[0] != -shape[2] || shape[1] != -shape[3] || kind[0] != ~kind[1])
         throw Error(Status::invalid_argument,
-                    "ShardedFfn: the ranks' blocks differ in shape (d from " +
+                    "ShardedFfn: the ranks loaded different blocks (d from " +
                         std::to_string(-shape[2]) + " to " + std::to_string(shape[0]) +
                         ", f from " + std::to_string(-shape[3]) + " to " +
-                        std::to_string(shape[1]) + "): every rank must load the same block");
+                        std::to_string(shape[1]) + "; this rank's: " + s.identity +
+                        "): every rank must load the same block, with the same dtype");
 }
-
-}  // namespace
 
 ShardedFfn::ShardedFfn(const WeightView& gate, const WeightView& up, const WeightView& down,
                        const Options& options)

@@ -1,8 +1,9 @@
 // `swiglu-mpi run` under mpirun, run as real processes (ctest mpi_cli):
 // y as `swiglu run` writes it within the f32 bound, in x's shape, for
 // safetensors and GGUF, 2 and 3 ranks; a rank that fails to load, bad input
-// on rank 0 and a bad output path all exit 2 with rank 0's one error line
-// naming what failed, and leave an existing y untouched.
+// on rank 0, a bad output path and bad arguments on one rank all exit 2
+// with rank 0's one error line naming what failed, and leave an existing y
+// untouched.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -167,9 +168,15 @@ TEST_CASE("rank 0's bad input or output path fails every rank before y is writte
     fx.check_untouched();
     expect_failure(swiglu_mpi(2, fx.args(fx.hf, fx.x_path, fx.dir + "/no/such/dir/y.npy")),
                    {"output"});
-    // A mistyped option: a usage error, printed once.
+    // A mistyped option: a usage error, printed once; also on one rank only.
     expect_failure(swiglu_mpi(2, {"run", "--weights", fx.hf, "--inptu", fx.x_path}),
                    {"unknown argument '--inptu'"});
+    std::vector<std::string> argv = mpirun(1);
+    argv.push_back(SWIGLU_MPI_CLI_PATH);
+    for (const std::string& a : fx.args(fx.hf, fx.x_path, fx.y_path)) argv.push_back(a);
+    argv.insert(argv.end(), {":", "-n", "1", SWIGLU_MPI_CLI_PATH, "run", "--inptu", "x"});
+    expect_failure(run_process(argv), {"rank 1: ", "unknown argument '--inptu'"});
+    fx.check_untouched();
 }
 
 }  // TEST_SUITE

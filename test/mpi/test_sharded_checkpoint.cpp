@@ -167,6 +167,19 @@ TEST_CASE("a rank that cannot load its checkpoint, or loads another block, fails
     message = error_on_every_rank([&] { ShardedFfn(MPI_COMM_WORLD, odd_one ? different : good); });
     CHECK(contains(message, "every rank must load the same block"));
 
+    // Same shapes, another block or dtype: layer 1 of a two-layer file, or bf16.
+    std::vector<TensorSpec> two = block_tensors(kHfLlama, b, "F32", layer_prefix(0).c_str());
+    append(two, block_tensors(kHfLlama, b, "F32", layer_prefix(1).c_str()));
+    const std::string layers = shared_file("layers.safetensors", safetensors_bytes(two));
+    message = error_on_every_rank([&] {
+        ShardedFfn(MPI_COMM_WORLD, layers, WeightSelector{odd_one ? 1 : 0, "", -1});
+    });
+    CHECK(contains(message, "every rank must load the same block"));
+    message = error_on_every_rank([&] {
+        ShardedFfn(MPI_COMM_WORLD, good, {}, Options{1, odd_one ? Dtype::bf16 : Dtype::f32});
+    });
+    CHECK(contains(message, "every rank must load the same block"));
+
     message = error_on_every_rank([&] {
         ShardedFfn(MPI_COMM_WORLD, good, WeightSelector{odd_one ? 7 : -1, "", -1});
     });

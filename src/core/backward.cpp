@@ -49,11 +49,18 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
     dact.columns = plan_columns(f, 4 * d, kBackwardTileBytes);
     dx.k = 2 * f;
     dx.columns = plan_columns(d, 8 * f, kBackwardTileBytes);
-    make_phase_kernels(dact, 0, {}, false);
-    make_phase_kernels(dx, 0, {}, false);
+    // The forward's f32 mode is its panels where it owns its kernels.
+    const Precision& mode = *block.precision;
+    if (mode.dtype() == Dtype::f32 && mode.own_kernels())
+        panel_gemm = panel_kernels()[PanelType::f32].gemm;
+    if (!panel_gemm) {
+        make_phase_kernels(dact, 0, {}, false);
+        make_phase_kernels(dx, 0, {}, false);
+    }
     make_gradient_kernels(layouts);
     pack(block);
     std::set<std::string> impls;
+    if (panel_gemm) impls.insert("f32 panels:" + std::string(isa_name(panel_kernels_isa())));
     auto note = [&](const MatmulKernel& k) {
         if (!k) return;
         impls.insert(k.implementation);
@@ -102,8 +109,11 @@ void BackwardBlock::pack(const PackedBlock& block) {
                         static_cast<std::size_t>(w) * sizeof(float));
     }
 
-    auto bytes = [](const Phase& p, std::int64_t j) {
-        return (p.kernel(j, kRowBuckets - 1).weights.get_size() + 63) / 64 * 64;
+    auto bytes = [&](const Phase& p, std::int64_t j) {
+        const std::size_t size = panel_gemm
+                                     ? panel_tile_bytes(PanelType::f32, p.k, p.columns.size(j))
+                                     : p.kernel(j, kRowBuckets - 1).weights.get_size();
+        return (size + 63) / 64 * 64;
     };
     std::size_t total = 0;
     for (const Phase* p : {&dact, &dx})
@@ -111,11 +121,15 @@ void BackwardBlock::pack(const PackedBlock& block) {
     arena = WeightArena(total);
     std::size_t offset = 0;
     auto place = [&](Phase& p, std::int64_t j, const std::vector<float>& tile, std::int64_t n) {
-        p.tiles.emplace_back(p.kernel(j, kRowBuckets - 1).weights, cpu_engine(),
-                             arena.data() + offset);
         p.tile_data.push_back(arena.data() + offset);
+        if (panel_gemm) {
+            pack_panels(PanelType::f32, tile.data(), p.k, n, arena.data() + offset);
+        } else {
+            p.tiles.emplace_back(p.kernel(j, kRowBuckets - 1).weights, cpu_engine(),
+                                 arena.data() + offset);
+            reorder(tile.data(), dnnl::memory::desc({p.k, n}, dt::f32, {n, 1}), p.tiles.back());
+        }
         offset += bytes(p, j);
-        reorder(tile.data(), dnnl::memory::desc({p.k, n}, dt::f32, {n, 1}), p.tiles.back());
     };
     // Wd^T tile j: (d x w), element (i, c) = Wd(c0 + c, i).
     for (std::int64_t j = 0; j < dact.columns.count; ++j) {
@@ -269,9 +283,13 @@ struct BackwardChunk {
         const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j), f = block.f;
         const bool tail = p.columns.is_tail(j);
         BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
-        execute(p.kernel(j, t.bucket), bw.dact[tail ? 1 : 0][t.bucket], bw.stream,
-                p.tiles[static_cast<std::size_t>(j)], dy + t.row0 * block.d, bw.tile.data(),
-                bw.scratchpad.data());
+        if (block.panel_gemm)
+            block.panel_gemm(p.tile_data[static_cast<std::size_t>(j)], p.k, w,
+                             dy + t.row0 * block.d, block.d, t.rows, bw.tile.data(), w);
+        else
+            execute(p.kernel(j, t.bucket), bw.dact[tail ? 1 : 0][t.bucket], bw.stream,
+                    p.tiles[static_cast<std::size_t>(j)], dy + t.row0 * block.d, bw.tile.data(),
+                    bw.scratchpad.data());
         for (std::int64_t r = 0; r < t.rows; ++r) {
             const std::int64_t row = t.row0 + r;
             float* dgu = ws.dgate_up.data() + row * 2 * f;
@@ -354,10 +372,16 @@ struct BackwardChunk {
         const Phase& p = block.dx;
         const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j);
         const bool tail = p.columns.is_tail(j);
+        const float* source = ws.dgate_up.data() + t.row0 * 2 * block.f;
+        if (block.panel_gemm) {  // straight into dx
+            block.panel_gemm(p.tile_data[static_cast<std::size_t>(j)], p.k, w, source, p.k, t.rows,
+                             dx + t.row0 * block.d + c0, block.d);
+            return;
+        }
         BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
         execute(p.kernel(j, t.bucket), bw.dx[tail ? 1 : 0][t.bucket], bw.stream,
-                p.tiles[static_cast<std::size_t>(j)], ws.dgate_up.data() + t.row0 * 2 * block.f,
-                bw.tile.data(), bw.scratchpad.data());
+                p.tiles[static_cast<std::size_t>(j)], source, bw.tile.data(),
+                bw.scratchpad.data());
         for (std::int64_t r = 0; r < t.rows; ++r)
             std::memcpy(dx + (t.row0 + r) * block.d + c0, bw.tile.data() + r * w,
                         static_cast<std::size_t>(w) * sizeof(float));

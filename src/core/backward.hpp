@@ -10,7 +10,8 @@
 // primitive created once (when backward is first enabled) and run
 // single-threaded inside our pool, like the forward's:
 //   A  tasks = f-column tile x row tile: dact's tile from dy and the packed
-//      Wd^T tile, then the fused SiLU*up backward (kernels/silu_mul_backward)
+//      Wd^T tile (oneDNN's, or our panels where the forward runs on them),
+//      then the fused SiLU*up backward (kernels/silu_mul_backward)
 //      while it is in cache: [dgate | dup] and act rows into the chunk's
 //      buffers. gate and up come from the caller's saved activations
 //      (forward_for_backward) or are recomputed by a forward over the chunk.
@@ -37,6 +38,7 @@
 #include "core/packed_block.hpp"
 #include "core/thread_pool.hpp"
 #include "core/workspace.hpp"
+#include "kernels/panel_gemm.hpp"
 
 namespace swiglu::detail {
 
@@ -89,6 +91,11 @@ public:
     std::int64_t d = 0, f = 0;
     Phase dact;  // dy @ Wd^T: k = d, column tiles over f
     Phase dx;    // [dgate | dup] @ [Wg^T ; Wu^T]: k = 2f, column tiles over d
+    // Where the forward runs f32 on our panel kernels (no AVX-512: oneDNN's
+    // gemm:jit reads row-major tiles poorly at few rows), dact's and dx's
+    // tiles are panels too (Phase::tile_data) and run on that kernel; else
+    // null, and oneDNN's kernels of the phases run them.
+    PanelGemm panel_gemm = nullptr;
     WeightArena arena;
     GradientGeometry gradients[3];  // gate, up, down
     std::vector<GradientKernels> gradient_kernels;

@@ -380,8 +380,7 @@ struct BackwardChunk {
         }
         BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
         execute(p.kernel(j, t.bucket), bw.dx[tail ? 1 : 0][t.bucket], bw.stream,
-                p.tiles[static_cast<std::size_t>(j)], source, bw.tile.data(),
-                bw.scratchpad.data());
+                p.tiles[static_cast<std::size_t>(j)], source, bw.tile.data(), bw.scratchpad.data());
         for (std::int64_t r = 0; r < t.rows; ++r)
             std::memcpy(dx + (t.row0 + r) * block.d + c0, bw.tile.data() + r * w,
                         static_cast<std::size_t>(w) * sizeof(float));

@@ -428,8 +428,16 @@ ResolvedBlock resolve_block(const CheckpointFiles& file, const WeightSelector& s
     r.merged = !c.up;
     if (c.up) r.up = *c.up;
     r.down = *c.down;
-    r.import_note = import_note(c);
     return r;
+}
+
+BlockInfo describe_block(const CheckpointFiles& file, const WeightSelector& selector) {
+    const FoundBlock b = select_block(file, selector);
+    const Checked c = check_block(file, b);
+    BlockInfo info;
+    describe(b, c, info);
+    info.import_note = import_note(c);
+    return info;
 }
 
 LoadedWeights load_weights(const CheckpointFiles& file, const WeightSelector& selector) {
@@ -505,21 +513,7 @@ std::vector<BlockInfo> list_blocks(const std::string& path) {
 }
 
 BlockInfo describe_block(const std::string& path, const WeightSelector& selector) {
-    const detail::ResolvedBlock r = detail::resolve_block(CheckpointFiles::open(path), selector);
-    const LoadedWeights& w = r.described;
-    BlockInfo info;
-    info.prefix = w.prefix;
-    info.scheme = w.scheme;
-    info.layer = w.layer;
-    info.expert = w.expert;
-    info.gate_name = w.gate_name;
-    info.up_name = w.up_name;
-    info.down_name = w.down_name;
-    info.source_dtype = w.source_dtype;
-    info.d = w.d;
-    info.f = w.f;
-    info.import_note = r.import_note;
-    return info;
+    return detail::describe_block(CheckpointFiles::open(path), selector);
 }
 
 }  // namespace swiglu

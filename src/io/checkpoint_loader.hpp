@@ -18,9 +18,10 @@ struct ResolvedBlock {
     StoredTensor up;          // empty when merged
     StoredTensor down;
     bool merged = false;
-    std::string import_note;  // as BlockInfo::import_note
 };
 ResolvedBlock resolve_block(const CheckpointFiles& files, const WeightSelector& selector);
+// The chosen block's description, as list_blocks gives it (problem "").
+BlockInfo describe_block(const CheckpointFiles& files, const WeightSelector& selector);
 
 LoadedWeights load_weights(const CheckpointFiles& files, const WeightSelector& selector);
 std::vector<BlockInfo> list_blocks(const CheckpointFiles& files);

@@ -52,6 +52,9 @@ public:
     // every rank.
     ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelector& selector = {},
                const Options& options = {});
+    // The same over MPI_COMM_WORLD.
+    explicit ShardedFfn(const std::string& path, const WeightSelector& selector = {},
+                        const Options& options = {});
     ~ShardedFfn();
     ShardedFfn(ShardedFfn&&) noexcept;
     ShardedFfn& operator=(ShardedFfn&&) noexcept;

@@ -181,6 +181,10 @@ ShardedFfn::ShardedFfn(const WeightView& gate, const WeightView& up, const Weigh
                        const Options& options)
     : ShardedFfn(MPI_COMM_WORLD, gate, up, down, options) {}
 
+ShardedFfn::ShardedFfn(const std::string& path, const WeightSelector& selector,
+                       const Options& options)
+    : ShardedFfn(MPI_COMM_WORLD, path, selector, options) {}
+
 ShardedFfn::~ShardedFfn() = default;
 ShardedFfn::ShardedFfn(ShardedFfn&&) noexcept = default;
 ShardedFfn& ShardedFfn::operator=(ShardedFfn&&) noexcept = default;

@@ -113,6 +113,8 @@ TEST_CASE("a sharded safetensors checkpoint: a layer chosen by --layer") {
     }
     dir = broadcast(dir);
     check_sharded(dir, WeightSelector{1, "", -1}, 16, 200, Dtype::f32, f32_tolerance(16, 200));
+    // Over MPI_COMM_WORLD, without naming it.
+    CHECK(ShardedFfn(dir + "/model.safetensors.index.json", WeightSelector{0, "", -1}).f() == 200);
 }
 
 TEST_CASE("GGUF: F32 and F16, and Q8_0 / Q4_0 run as the file stores them") {

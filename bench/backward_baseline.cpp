@@ -4,16 +4,15 @@
 
 #include <cmath>
 
+#include "onednn/matmul.hpp"
+
 namespace swiglu_bench {
 namespace {
 
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-dnnl::engine& engine() {
-    static dnnl::engine e(dnnl::engine::kind::cpu, 0);
-    return e;
-}
+using swiglu::detail::cpu_engine;
 
 dnnl::matmul::primitive_desc make(const dnnl::memory::desc& src, const dnnl::memory::desc& weights,
                                   const dnnl::memory::desc& dst, bool accumulate = false) {
@@ -23,23 +22,21 @@ dnnl::matmul::primitive_desc make(const dnnl::memory::desc& src, const dnnl::mem
         sum.append_sum(1.0f);
         attr.set_post_ops(sum);
     }
-    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, engine());
+    return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, weights, dst), attr, cpu_engine());
 }
 
 // `raw` (k, n) row-major into the layout the primitive chose for its weights.
 dnnl::memory pack(const dnnl::matmul::primitive_desc& pd, const float* raw, std::int64_t k,
-                  std::int64_t n, dnnl::stream& stream) {
-    dnnl::memory dst(pd.weights_desc(), engine());
-    dnnl::memory src({{k, n}, dt::f32, tag::ab}, engine(), const_cast<float*>(raw));
-    dnnl::reorder(src, dst).execute(stream, src, dst);
-    stream.wait();
+                  std::int64_t n) {
+    dnnl::memory dst(pd.weights_desc(), cpu_engine());
+    swiglu::detail::reorder(raw, {{k, n}, dt::f32, tag::ab}, dst);
     return dst;
 }
 
 }  // namespace
 
 BackwardBaseline::BackwardBaseline(const ShapeWeights& w, std::int64_t tokens, int threads)
-    : m_(tokens), d_(w.shape.d), f_(w.shape.f), threads_(threads), stream_(engine()) {
+    : m_(tokens), d_(w.shape.d), f_(w.shape.f), threads_(threads), stream_(cpu_engine()) {
     omp_set_num_threads(threads);
     const std::int64_t m = m_, d = d_, f = f_;
     dy_md_ = {{m, d}, dt::f32, tag::ab};
@@ -63,9 +60,9 @@ BackwardBaseline::BackwardBaseline(const ShapeWeights& w, std::int64_t tokens, i
     dw_down_mm_ = dnnl::matmul(make(dy_t_md_, act_md_, wgrad_df_md_));
     // (out, in) storage is the transpose the backward multiplies by:
     // Wd stored (d, f) is Wd^T; Wg, Wu stored (f, d) are Wg^T, Wu^T.
-    wd_ = pack(dact_pd, w.down.get(), d, f, stream_);
-    wg_ = pack(dx_pd, w.gate.get(), f, d, stream_);
-    wu_ = pack(dx_acc_pd, w.up.get(), f, d, stream_);
+    wd_ = pack(dact_pd, w.down.get(), d, f);
+    wg_ = pack(dx_pd, w.gate.get(), f, d);
+    wu_ = pack(dx_acc_pd, w.up.get(), f, d);
     const auto mf = static_cast<std::size_t>(m * f);
     dact_.resize(mf);
     dgate_.resize(mf);
@@ -76,7 +73,7 @@ BackwardBaseline::BackwardBaseline(const ShapeWeights& w, std::int64_t tokens, i
 void BackwardBaseline::backward(const float* x, const float* dy, const float* saved, float* dx,
                                 float* dgate_w, float* dup_w, float* ddown_w) {
     auto mem = [](const dnnl::memory::desc& md, const void* p) {
-        return dnnl::memory(md, engine(), const_cast<void*>(p));
+        return dnnl::memory(md, cpu_engine(), const_cast<void*>(p));
     };
     auto run = [&](dnnl::matmul& mm, const dnnl::memory& src, const dnnl::memory& wei,
                    const dnnl::memory& dst) {

@@ -10,6 +10,7 @@
 #include "kernels/f32_silu_mul.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "kernels/kernel_table.hpp"
+#include "onednn/matmul.hpp"
 
 namespace swiglu_bench {
 namespace {
@@ -17,10 +18,7 @@ namespace {
 using dt = dnnl::memory::data_type;
 using tag = dnnl::memory::format_tag;
 
-dnnl::engine& cpu_engine() {
-    static dnnl::engine engine(dnnl::engine::kind::cpu, 0);
-    return engine;
-}
+using swiglu::detail::cpu_engine;
 
 // Symmetric quantization of n values to s8 (scale = max|v| / 127, q =
 // round(v / scale) to nearest even): the library's plain scalar version, so
@@ -36,22 +34,17 @@ float quantize(const float* v, std::int8_t* q, std::size_t n) {
 // rounds to nearest even. int8: each output channel (a row of `raw`) is
 // quantized on its own; its scale goes to `scales`.
 dnnl::memory pack(const float* raw, std::int64_t out, std::int64_t in,
-                  const dnnl::memory::desc& want, std::vector<float>* scales,
-                  dnnl::stream& stream) {
+                  const dnnl::memory::desc& want, std::vector<float>* scales) {
     dnnl::memory dst(want, cpu_engine());
     if (want.data_type() == dt::s8) {
         std::vector<std::int8_t> q(std::size_t(out) * std::size_t(in));
         scales->resize(std::size_t(out));
         for (std::int64_t o = 0; o < out; ++o)
             (*scales)[std::size_t(o)] = quantize(raw + o * in, q.data() + o * in, std::size_t(in));
-        dnnl::memory src({{in, out}, dt::s8, tag::ba}, cpu_engine(), q.data());
-        dnnl::reorder(src, dst).execute(stream, src, dst);
-        stream.wait();
+        swiglu::detail::reorder(q.data(), {{in, out}, dt::s8, tag::ba}, dst);
         return dst;
     }
-    dnnl::memory src({{in, out}, dt::f32, tag::ba}, cpu_engine(), const_cast<float*>(raw));
-    dnnl::reorder(src, dst).execute(stream, src, dst);
-    stream.wait();
+    swiglu::detail::reorder(raw, {{in, out}, dt::f32, tag::ba}, dst);
     return dst;
 }
 
@@ -150,12 +143,12 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
             rounded = ggml_rounded(raw, out, in, dtype);
             return static_cast<const float*>(rounded.get());
         };
-        packed_.gate = pack(source(w.gate.get(), f_, d_), f_, d_, up_pd_.weights_desc(),
-                            &packed_.gate_scale, stream_);
-        packed_.up = pack(source(w.up.get(), f_, d_), f_, d_, up_pd_.weights_desc(),
-                          &packed_.up_scale, stream_);
+        packed_.gate =
+            pack(source(w.gate.get(), f_, d_), f_, d_, up_pd_.weights_desc(), &packed_.gate_scale);
+        packed_.up =
+            pack(source(w.up.get(), f_, d_), f_, d_, up_pd_.weights_desc(), &packed_.up_scale);
         packed_.down = pack(source(w.down.get(), d_, f_), d_, f_, down_pd_.weights_desc(),
-                            &packed_.down_scale, stream_);
+                            &packed_.down_scale);
     }
 
     const std::size_t h = std::size_t(m_) * std::size_t(f_);

@@ -80,8 +80,6 @@ public:
 
 private:
     struct Impl;
-    template <class Build>
-    static void construct(Impl& s, MPI_Comm comm, Build&& build);  // sharded_ffn.cpp
     std::unique_ptr<Impl> impl_;
 };
 

@@ -29,8 +29,7 @@ int report(ExitStatus status, const std::string& message) {
 }
 
 int report_parse_error(const CLI::App& app, const CLI::ParseError& e) {
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success))
-        return quiet ? exit_ok : app.exit(e);
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     return report(exit_usage, parse_error_message(app, e));
 }
 

@@ -79,12 +79,12 @@ struct ShardedFfn::Impl {
     ShardRange shard;
     std::string identity;        // what block this is, to compare across ranks
     std::unique_ptr<Ffn> local;  // null when this rank holds no columns
-    // Scratch, grown to the largest call so far: the partial y, the
-    // segments sent and received, the summed slice and the gathered rows.
-    mutable std::vector<float> partial, send, receive, slice, gathered;
-    // MPI's counts and offsets per rank: what I send, receive and gather.
-    mutable std::vector<int> send_counts, send_offsets, receive_counts, receive_offsets,
-        gather_counts, gather_offsets;
+    // Scratch, grown to the largest call so far: the partial y, and the
+    // pieces of it received from every rank.
+    mutable std::vector<float> partial, receive;
+    // MPI's counts and offsets per rank: each rank's piece (what I send it,
+    // and what it gathers to all), and where each rank's copy of mine lands.
+    mutable std::vector<int> piece_counts, piece_offsets, receive_counts, receive_offsets;
     mutable double collective_seconds = 0;
 
     ~Impl() {
@@ -93,18 +93,46 @@ struct ShardedFfn::Impl {
         if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
     }
 
-    // Columns [begin, end) of d summed by rank s.
-    std::int64_t d_begin(int s) const { return d * s / ranks; }
-    std::int64_t d_size(int s) const { return d_begin(s + 1) - d_begin(s); }
+    // Collective: the constructors' common part (see its definition).
+    template <class Build>
+    void construct(MPI_Comm caller, Build&& build);
 
     void partial_sums(const float* x, std::int64_t tokens) const;
     void sum(float* y, std::int64_t tokens) const;
 };
 
+// Runs `build` (which sets the Impl's d, f, identity, shard and block) on
+// every rank, then agrees: a failure on any rank throws on every rank, and
+// so do ranks that built different blocks (another d or f, or another
+// scheme, tensor names, stored or packed dtype: another file, say).
+template <class Build>
+void ShardedFfn::Impl::construct(MPI_Comm caller, Build&& build) {
+    Impl& s = *this;
+    check_mpi(MPI_Comm_dup(caller, &s.comm), "MPI_Comm_dup");
+    MPI_Comm_rank(s.comm, &s.rank);
+    MPI_Comm_size(s.comm, &s.ranks);
+    for (auto* v : {&s.piece_counts, &s.piece_offsets, &s.receive_counts, &s.receive_offsets})
+        v->resize(static_cast<std::size_t>(s.ranks));
+    detail::agree(s.comm, detail::failure_of("ShardedFfn", [&] { build(s); }).get());
+    // The max of each value and of its negation (complement) give its range.
+    std::int64_t shape[4] = {s.d, s.f, -s.d, -s.f};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    const std::uint64_t h = fingerprint(s.identity);
+    std::uint64_t kind[2] = {h, ~h};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, kind, 2, MPI_UINT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    if (shape[0] != -shape[2] || shape[1] != -shape[3] || kind[0] != ~kind[1])
+        throw Error(Status::invalid_argument,
+                    "ShardedFfn: the ranks loaded different blocks (d from " +
+                        std::to_string(-shape[2]) + " to " + std::to_string(shape[0]) +
+                        ", f from " + std::to_string(-shape[3]) + " to " +
+                        std::to_string(shape[1]) + "; this rank's: " + s.identity +
+                        "): every rank must load the same block, with the same dtype");
+}
+
 ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& up,
                        const WeightView& down, const Options& options)
     : impl_(std::make_unique<Impl>()) {
-    construct(*impl_, comm, [&](Impl& s) {
+    impl_->construct(comm, [&](Impl& s) {
         s.identity = "views, dtype " + std::string(dtype_name(options.dtype));
         s.d = gate.in_features();
         s.f = gate.out_features();
@@ -133,7 +161,7 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& 
 ShardedFfn::ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelector& selector,
                        const Options& options)
     : impl_(std::make_unique<Impl>()) {
-    construct(*impl_, comm, [&](Impl& s) {
+    impl_->construct(comm, [&](Impl& s) {
         // The block's header first (no values read), for f; then only this
         // rank's columns, straight from the mapped file.
         const BlockInfo block = describe_block(path, selector);
@@ -147,34 +175,6 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelec
             s.local = std::make_unique<Ffn>(
                 load_ffn_slice(path, {s.shard.begin, s.shard.end}, selector, options));
     });
-}
-
-// Runs `build` (which sets the Impl's d, f, identity, shard and block) on
-// every rank, then agrees: a failure on any rank throws on every rank, and
-// so do ranks that built different blocks (another d or f, or another
-// scheme, tensor names, stored or packed dtype: another file, say).
-template <class Build>
-void ShardedFfn::construct(Impl& s, MPI_Comm comm, Build&& build) {
-    check_mpi(MPI_Comm_dup(comm, &s.comm), "MPI_Comm_dup");
-    MPI_Comm_rank(s.comm, &s.rank);
-    MPI_Comm_size(s.comm, &s.ranks);
-    for (auto* v : {&s.send_counts, &s.send_offsets, &s.receive_counts, &s.receive_offsets,
-                    &s.gather_counts, &s.gather_offsets})
-        v->resize(static_cast<std::size_t>(s.ranks));
-    detail::agree(s.comm, detail::failure_of("ShardedFfn", [&] { build(s); }).get());
-    // The max of each value and of its negation (complement) give its range.
-    std::int64_t shape[4] = {s.d, s.f, -s.d, -s.f};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
-    const std::uint64_t h = fingerprint(s.identity);
-    std::uint64_t kind[2] = {h, ~h};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, kind, 2, MPI_UINT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
-    if (shape[0] != -shape[2] || shape[1] != -shape[3] || kind[0] != ~kind[1])
-        throw Error(Status::invalid_argument,
-                    "ShardedFfn: the ranks loaded different blocks (d from " +
-                        std::to_string(-shape[2]) + " to " + std::to_string(shape[0]) +
-                        ", f from " + std::to_string(-shape[3]) + " to " +
-                        std::to_string(shape[1]) + "; this rank's: " + s.identity +
-                        "): every rank must load the same block, with the same dtype");
 }
 
 ShardedFfn::ShardedFfn(const WeightView& gate, const WeightView& up, const WeightView& down,
@@ -240,59 +240,42 @@ void ShardedFfn::Impl::partial_sums(const float* x, std::int64_t tokens) const {
         std::fill(partial.begin(), partial.end(), 0.0f);
 }
 
-// Per block of rows: each rank sends columns D_t of its partial y to rank t
-// (Alltoallv), rank t sums what it got in rank order, and the sums are
-// gathered to every rank (Allgatherv), then written to y.
+// Per round of the partial y's tokens x d values, cut into P pieces: each
+// rank sends piece t to rank t (Alltoallv), rank t sums what it got in rank
+// order, and the sums are gathered into y on every rank (Allgatherv).
 void ShardedFfn::Impl::sum(float* y, std::int64_t tokens) const {
     collective_seconds = 0;
     const auto start = std::chrono::steady_clock::now();
-    // MPI counts are ints: rows per round such that tokens * d fits.
-    const std::int64_t rows_per_round = std::max<std::int64_t>(1, (INT_MAX / 2) / d);
-    for (std::int64_t r0 = 0; r0 < tokens; r0 += rows_per_round) {
-        const std::int64_t rows = std::min(rows_per_round, tokens - r0);
-        const float* part = partial.data() + r0 * d;
-        send.resize(static_cast<std::size_t>(rows * d));
-        std::int64_t at = 0;
+    const std::int64_t total = tokens * d;
+    // MPI counts are ints: values per round that fit one.
+    constexpr std::int64_t kRound = INT_MAX / 2;
+    for (std::int64_t e0 = 0; e0 < total; e0 += kRound) {
+        const std::int64_t count = std::min(kRound, total - e0);
         for (int t = 0; t < ranks; ++t) {
-            const std::int64_t c0 = d_begin(t), w = d_size(t);
-            send_counts[static_cast<std::size_t>(t)] = static_cast<int>(rows * w);
-            send_offsets[static_cast<std::size_t>(t)] = static_cast<int>(at);
-            for (std::int64_t r = 0; r < rows; ++r, at += w)
-                std::memcpy(send.data() + at, part + r * d + c0,
-                            static_cast<std::size_t>(w) * sizeof(float));
+            const std::int64_t begin = count * t / ranks, end = count * (t + 1) / ranks;
+            piece_counts[static_cast<std::size_t>(t)] = static_cast<int>(end - begin);
+            piece_offsets[static_cast<std::size_t>(t)] = static_cast<int>(begin);
         }
-        const std::int64_t mine = rows * d_size(rank);
-        receive.resize(static_cast<std::size_t>(mine * ranks));
-        for (int t = 0; t < ranks; ++t) {  // from each rank: my slice of its rows
-            receive_counts[static_cast<std::size_t>(t)] = static_cast<int>(mine);
-            receive_offsets[static_cast<std::size_t>(t)] = static_cast<int>(mine * t);
+        const int mine = piece_counts[static_cast<std::size_t>(rank)];
+        receive.resize(static_cast<std::size_t>(mine) * static_cast<std::size_t>(ranks));
+        for (int t = 0; t < ranks; ++t) {  // from each rank: its copy of my piece
+            receive_counts[static_cast<std::size_t>(t)] = mine;
+            receive_offsets[static_cast<std::size_t>(t)] = mine * t;
         }
-        check_mpi(MPI_Alltoallv(send.data(), send_counts.data(), send_offsets.data(), MPI_FLOAT,
-                                receive.data(), receive_counts.data(), receive_offsets.data(),
-                                MPI_FLOAT, comm),
+        check_mpi(MPI_Alltoallv(partial.data() + e0, piece_counts.data(), piece_offsets.data(),
+                                MPI_FLOAT, receive.data(), receive_counts.data(),
+                                receive_offsets.data(), MPI_FLOAT, comm),
                   "MPI_Alltoallv");
-        // The sum in rank order: the same bits on every rank, whatever MPI does.
-        slice.assign(receive.begin(), receive.begin() + mine);
+        // The sum in rank order, into the first copy: the same bits on every
+        // rank, whatever MPI does.
+        float* sum = receive.data();
         for (int t = 1; t < ranks; ++t) {
-            const float* seg = receive.data() + mine * t;
-            for (std::int64_t i = 0; i < mine; ++i) slice[static_cast<std::size_t>(i)] += seg[i];
+            const float* copy = receive.data() + std::int64_t{mine} * t;
+            for (int i = 0; i < mine; ++i) sum[i] += copy[i];
         }
-        gathered.resize(static_cast<std::size_t>(rows * d));
-        for (int t = 0; t < ranks; ++t) {
-            gather_counts[static_cast<std::size_t>(t)] = static_cast<int>(rows * d_size(t));
-            gather_offsets[static_cast<std::size_t>(t)] = static_cast<int>(rows * d_begin(t));
-        }
-        check_mpi(MPI_Allgatherv(slice.data(), static_cast<int>(mine), MPI_FLOAT, gathered.data(),
-                                 gather_counts.data(), gather_offsets.data(), MPI_FLOAT, comm),
+        check_mpi(MPI_Allgatherv(sum, mine, MPI_FLOAT, y + e0, piece_counts.data(),
+                                 piece_offsets.data(), MPI_FLOAT, comm),
                   "MPI_Allgatherv");
-        // Gathered slices are (rows x w_t) blocks in rank order: back to rows.
-        for (int t = 0; t < ranks; ++t) {
-            const std::int64_t c0 = d_begin(t), w = d_size(t);
-            const float* block = gathered.data() + rows * c0;
-            for (std::int64_t r = 0; r < rows; ++r)
-                std::memcpy(y + (r0 + r) * d + c0, block + r * w,
-                            static_cast<std::size_t>(w) * sizeof(float));
-        }
     }
     collective_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

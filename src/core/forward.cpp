@@ -76,7 +76,10 @@ struct Chunk {
     }
 
     // x @ [Wg|Wu] for one tile, then SiLU(gate)*up per row while the tile
-    // is in L1/L2 (padding rows too: they are dropped in the down phase).
+    // is in L1/L2. Padding rows too where oneDNN computed them (they are
+    // dropped in the down phase); our own kernels compute valid rows only
+    // (5-7 tokens ran 8 rows' work, 9-15 sixteen's), and their padding rows
+    // of act are never read.
     template <bool kTraced>
     void gate_up(std::int64_t task, int worker) {
         matmuls(PhaseId::gate_up, task, worker,
@@ -87,7 +90,8 @@ struct Chunk {
     void gate_up_epilogue(const TileTask& task) {
         const auto& [t, c0, width, tile] = task;
         const std::int64_t f = block.f;
-        for (std::int64_t r = 0; r < t.height(); ++r) {
+        const std::int64_t rows = mode.own_kernels() ? t.rows : t.height();
+        for (std::int64_t r = 0; r < rows; ++r) {
             const std::int64_t row = t.row0 + r;
             float* g = tile + r * 2 * width;  // [gate | up] of this row
             mode.gate_up_to_f32(g, width, c0, row, ws);

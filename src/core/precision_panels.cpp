@@ -73,9 +73,8 @@ public:
         return {static_cast<std::size_t>(kChunkRows * f()), 0,
                 static_cast<std::size_t>(kChunkRows * d()) * sizeof(float), 0};
     }
-    // x into the workspace (bf16: rounded), where a padded last row tile
-    // finds its padding rows (zeros at first, later finite leftovers:
-    // computed and dropped).
+    // x into the workspace (bf16: rounded). A padded last row tile's
+    // padding rows are not computed: the kernels take any row count.
     void prepare_x(const float* x, std::int64_t rows, const RowTile&,
                    Workspace& ws) const override {
         const auto n = static_cast<std::size_t>(rows * d());
@@ -96,7 +95,7 @@ public:
 
     void matmul_tile(PhaseId phase, const void* tile, std::int64_t k, std::int64_t n,
                      const RowTile& t, const Workspace& ws, float* result) const override {
-        kernels_.gemm(tile, k, n, source(phase, t, ws), k, t.height(), result, n);
+        kernels_.gemm(tile, k, n, source(phase, t, ws), k, t.rows, result, n);
     }
 
 private:

@@ -8,6 +8,15 @@
 //                 it drops, not counted
 //   pct_of_peak   100 * GFLOPs / the f32 FMA peak of T threads, probed in
 //                 the same run (machine_probe.hpp)
+// and on bwd/ rows, the ratio to the baseline measured so that the shared
+// machine cannot make it up (interleaved_timing.hpp: batches of our calls
+// and the baseline's alternate, the ratio is the median of the rounds'):
+//   x_baseline    the baseline's time per call over ours (> 1: ours faster)
+//   x_baseline_p10, x_baseline_p90   the rounds' spread
+//   noisy         1 when that spread stayed over 20 %: not a figure to quote
+// The rows' own times are Google Benchmark's, one row after another, so
+// their quotient can differ from x_baseline by the host's drift (±10 %
+// here between rows).
 // Each (shape, M, T) is checked once against the baseline: dx and every
 // weight gradient within 1e-4 of the baseline's max |value|, or the run
 // aborts.
@@ -27,6 +36,7 @@
 
 #include "backward_baseline.hpp"
 #include "baseline.hpp"
+#include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
 #include "swiglu/swiglu.hpp"
@@ -161,6 +171,13 @@ void bm_backward(benchmark::State& st, const Shape* s, std::int64_t tokens, int 
         for (auto _ : st) call();
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         set_counters(st, *s, tokens, threads, ns / double(st.iterations()));
+        if (side == Side::ours) {
+            const PairTiming pt = time_interleaved(call, [&] { fx.theirs(); });
+            st.counters["x_baseline"] = pt.ratio.median;
+            st.counters["x_baseline_p10"] = pt.ratio.p10;
+            st.counters["x_baseline_p90"] = pt.ratio.p90;
+            st.counters["noisy"] = pt.noisy ? 1 : 0;
+        }
     } catch (const std::exception& e) {
         st.SkipWithError(e.what());
     }

@@ -209,8 +209,7 @@ public:
         const std::int64_t stride = gate_up ? x_blocks_ : act_blocks_;
         const unsigned char* rows = gate_up ? ws.x_src.data() : ws.act_src.data();
         gemm_(static_cast<const std::uint8_t*>(tile), k, n,
-              reinterpret_cast<const ActBlock*>(rows) + t.row0 * stride, stride, t.rows, result,
-              n);
+              reinterpret_cast<const ActBlock*>(rows) + t.row0 * stride, stride, t.rows, result, n);
     }
 
 private:

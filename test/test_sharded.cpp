@@ -121,6 +121,16 @@ TEST_CASE("a missing shard fails only the blocks it holds, naming it") {
     CHECK(contains(found[1].problem, "cannot open"));
 }
 
+TEST_CASE("a shard whose name holds a newline fails on one line") {
+    // fuzz_index found it: the path built from the name reached the message
+    // as it was.
+    const CheckpointFiles files = CheckpointFiles::from_index(
+        R"({"weight_map": {"a.weight": "shard\nx.safetensors"}})", "/nonexistent", "<index>");
+    const std::string m = error_message([&] { files.find("a.weight"); });
+    CHECK(m.find('\n') == std::string::npos);
+    CHECK(contains(m, "/nonexistent/shard\\nx.safetensors: cannot open"));
+}
+
 TEST_CASE("a folder holds an index, a single file, or neither") {
     const std::string dir = temp_dir();
     const RandomBlock b(kD, kF, Layout::out_in, 3);

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <swiglu/swiglu.hpp>
@@ -21,6 +23,32 @@ inline std::string shape_text(const std::vector<std::int64_t>& shape) {
     std::string s = "[";
     for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
     return s + "]";
+}
+
+// `text` on one line: control characters written as \n, \r, \t or \xHH.
+// For a message that embeds text a file chose (a shard path built from an
+// index's name), so that every message fits on one line whatever the file
+// holds.
+inline std::string one_line(std::string_view text) {
+    std::string s;
+    s.reserve(text.size());
+    for (const char c : text) {
+        const auto u = static_cast<unsigned char>(c);
+        if (c == '\n') {
+            s += "\\n";
+        } else if (c == '\r') {
+            s += "\\r";
+        } else if (c == '\t') {
+            s += "\\t";
+        } else if (u < 0x20 || u == 0x7f) {
+            char hex[5];
+            std::snprintf(hex, sizeof hex, "\\x%02x", u);
+            s += hex;
+        } else {
+            s += c;
+        }
+    }
+    return s;
 }
 
 }  // namespace swiglu::detail

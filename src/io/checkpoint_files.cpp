@@ -197,8 +197,10 @@ std::optional<StoredTensor> CheckpointFiles::find(std::string_view name) const {
         try {
             file.emplace(SafetensorsFile::open(path));
         } catch (const Error& e) {
+            // e's message starts with the path, which holds the index's name
+            // for the shard as it is (fuzz_index found a newline there).
             throw Error(e.status(), label_ + ": shard " + quote_name(shard) + " (of tensor " +
-                                        quote_name(name) + "): " + e.what());
+                                        quote_name(name) + "): " + one_line(e.what()));
         }
     }
     const TensorInfo* info = file->find(name);

@@ -129,6 +129,11 @@ TEST_CASE("a shard whose name holds a newline fails on one line") {
     const std::string m = error_message([&] { files.find("a.weight"); });
     CHECK(m.find('\n') == std::string::npos);
     CHECK(contains(m, "/nonexistent/shard\\nx.safetensors: cannot open"));
+    // A path given with one, the same.
+    const std::string given =
+        error_message([] { CheckpointFiles::open("/nonexistent/a\nb.safetensors"); });
+    CHECK(given.find('\n') == std::string::npos);
+    CHECK(contains(given, "/nonexistent/a\\nb.safetensors: cannot open"));
 }
 
 TEST_CASE("a folder holds an index, a single file, or neither") {

@@ -14,11 +14,11 @@ namespace swiglu::detail {
 
 MappedFile::MappedFile(const std::string& path) {
     fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) invalid(path + ": cannot open: " + std::strerror(errno));
+    if (fd_ < 0) invalid(one_line(path) + ": cannot open: " + std::strerror(errno));
     struct stat st {};
     if (::fstat(fd_, &st) != 0) {
         // No destructor runs for a constructor that throws: close here.
-        const std::string message = path + ": cannot stat: " + std::strerror(errno);
+        const std::string message = one_line(path) + ": cannot stat: " + std::strerror(errno);
         ::close(fd_);
         invalid(message);
     }
@@ -43,11 +43,11 @@ bool MappedFile::map() {
 
 WholeFile map_whole_file(const std::string& path) {
     const auto mapped = std::make_shared<MappedFile>(path);
-    if (!mapped->is_regular()) invalid(path + ": not a regular file");
+    if (!mapped->is_regular()) invalid(one_line(path) + ": not a regular file");
     WholeFile file;
     file.size = mapped->size();
     if (file.size > 0) {  // mmap refuses length 0; the readers report the short file
-        if (!mapped->map()) invalid(path + ": cannot mmap: " + std::strerror(errno));
+        if (!mapped->map()) invalid(one_line(path) + ": cannot mmap: " + std::strerror(errno));
         // The bytes keep the mapping alive, in every copy of the pointer.
         file.bytes = std::shared_ptr<const unsigned char>(mapped, mapped->data());
     }

@@ -26,9 +26,9 @@ inline std::string shape_text(const std::vector<std::int64_t>& shape) {
 }
 
 // `text` on one line: control characters written as \n, \r, \t or \xHH.
-// For a message that embeds text a file chose (a shard path built from an
-// index's name), so that every message fits on one line whatever the file
-// holds.
+// Every path goes through it where it becomes a file's label or a message:
+// a path may hold a name a file chose (a shard's, from an index: fuzz_index
+// found a newline there), and every message fits on one line.
 inline std::string one_line(std::string_view text) {
     std::string s;
     s.reserve(text.size());

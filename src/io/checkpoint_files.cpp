@@ -118,6 +118,7 @@ CheckpointFiles CheckpointFiles::single(GgufFile file) {
 
 CheckpointFiles CheckpointFiles::from_index(std::string_view text, const std::string& folder,
                                             std::string label) {
+    label = one_line(label);
     auto fail = [&label](const std::string& what) { invalid(label + ": " + what); };
     if (text.empty()) fail("index is empty; expected a JSON object with a weight_map");
     if (text.size() > kMaxIndexBytes)
@@ -167,20 +168,21 @@ CheckpointFiles CheckpointFiles::from_index(std::string_view text, const std::st
 }
 
 CheckpointFiles CheckpointFiles::open(const std::string& path) {
+    const std::string shown = one_line(path);
     if (is_directory(path)) {
         const std::string index = path + "/" + kIndexName, single_file = path + "/" + kSingleName;
         if (exists(index)) return open(index);
         if (exists(single_file)) return open(single_file);
-        invalid(path + ": a folder with neither " + kIndexName + " nor " + kSingleName);
+        invalid(shown + ": a folder with neither " + kIndexName + " nor " + kSingleName);
     }
     if (ends_with(path, ".gguf") || gguf_magic(path)) return single(GgufFile::open(path));
     if (!ends_with(path, ".json")) return single(SafetensorsFile::open(path));
     MappedFile file(path);
-    if (!file.is_regular()) invalid(path + ": not a regular file");
+    if (!file.is_regular()) invalid(shown + ": not a regular file");
     if (file.size() > kMaxIndexBytes)
-        invalid(path + ": index is " + std::to_string(file.size()) + " bytes, over the limit of " +
+        invalid(shown + ": index is " + std::to_string(file.size()) + " bytes, over the limit of " +
                 std::to_string(kMaxIndexBytes) + " (100 MB)");
-    if (file.size() > 0 && !file.map()) invalid(path + ": cannot mmap: " + std::strerror(errno));
+    if (file.size() > 0 && !file.map()) invalid(shown + ": cannot mmap: " + std::strerror(errno));
     const std::size_t slash = path.rfind('/');
     const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
     return from_index(file.bytes(), folder.empty() ? "/" : folder, path);
@@ -197,10 +199,8 @@ std::optional<StoredTensor> CheckpointFiles::find(std::string_view name) const {
         try {
             file.emplace(SafetensorsFile::open(path));
         } catch (const Error& e) {
-            // e's message starts with the path, which holds the index's name
-            // for the shard as it is (fuzz_index found a newline there).
             throw Error(e.status(), label_ + ": shard " + quote_name(shard) + " (of tensor " +
-                                        quote_name(name) + "): " + one_line(e.what()));
+                                        quote_name(name) + "): " + e.what());
         }
     }
     const TensorInfo* info = file->find(name);

@@ -172,7 +172,7 @@ bool GgufFile::has_magic(std::string_view bytes) {
 GgufFile GgufFile::open(const std::string& path) {
     const WholeFile mapped = map_whole_file(path);
     GgufFile file;
-    file.label_ = path;
+    file.label_ = one_line(path);
     file.size_ = mapped.size;
     file.owner_ = mapped.bytes;
     file.bytes_ = file.owner_.get();

@@ -322,7 +322,7 @@ std::string quote_name(std::string_view name) {
 SafetensorsFile SafetensorsFile::open(const std::string& path) {
     const WholeFile mapped = map_whole_file(path);
     SafetensorsFile file;
-    file.label_ = path;
+    file.label_ = one_line(path);
     file.size_ = mapped.size;
     file.owner_ = mapped.bytes;  // keeps the mapping alive, in this object and its copies
     file.bytes_ = file.owner_.get();

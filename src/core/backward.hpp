@@ -84,8 +84,9 @@ class BackwardBlock {
 public:
     // Reads the forward's packed f32 weights back (Precision::unpack_f32;
     // throws Error(unsupported) for other modes), packs Wd^T and
-    // [Wg^T ; Wu^T] (for oneDNN, or as panels: panel_gemm), creates every kernel. `layouts`: how
-    // gate, up and down were given, which is how their gradients are written.
+    // [Wg^T ; Wu^T] (for oneDNN, or as panels: panel_gemm), creates every
+    // kernel. `layouts`: how gate, up and down were given, which is how
+    // their gradients are written.
     BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3]);
 
     std::int64_t d = 0, f = 0;

@@ -75,11 +75,17 @@ struct Chunk {
         epilogue(TileTask{t, c0, width, w.tile.data()});
     }
 
+    // The rows of a tile its matmuls compute, and so the rows SiLU*up and
+    // the mode's act step take: padding rows too where oneDNN computes them
+    // (they are dropped in the down phase); our own kernels compute valid
+    // rows only (5-7 tokens ran 8 rows' work, 9-15 sixteen's), and their
+    // padding rows of act are never read.
+    std::int64_t computed_rows(const RowTile& t) const {
+        return mode.own_kernels() ? t.rows : t.height();
+    }
+
     // x @ [Wg|Wu] for one tile, then SiLU(gate)*up per row while the tile
-    // is in L1/L2. Padding rows too where oneDNN computed them (they are
-    // dropped in the down phase); our own kernels compute valid rows only
-    // (5-7 tokens ran 8 rows' work, 9-15 sixteen's), and their padding rows
-    // of act are never read.
+    // is in L1/L2.
     template <bool kTraced>
     void gate_up(std::int64_t task, int worker) {
         matmuls(PhaseId::gate_up, task, worker,
@@ -90,8 +96,7 @@ struct Chunk {
     void gate_up_epilogue(const TileTask& task) {
         const auto& [t, c0, width, tile] = task;
         const std::int64_t f = block.f;
-        const std::int64_t rows = mode.own_kernels() ? t.rows : t.height();
-        for (std::int64_t r = 0; r < rows; ++r) {
+        for (std::int64_t r = 0; r < computed_rows(t); ++r) {
             const std::int64_t row = t.row0 + r;
             float* g = tile + r * 2 * width;  // [gate | up] of this row
             mode.gate_up_to_f32(g, width, c0, row, ws);
@@ -113,7 +118,8 @@ struct Chunk {
     // threads don't write neighbouring rows (shared cache lines).
     void act_step(std::int64_t task, int) {
         const RowTile& t = tiles[task];
-        for (std::int64_t row = t.row0; row < t.row0 + t.height(); ++row) mode.act_step(row, ws);
+        for (std::int64_t row = t.row0; row < t.row0 + computed_rows(t); ++row)
+            mode.act_step(row, ws);
     }
 
     void down(std::int64_t task, int worker) {

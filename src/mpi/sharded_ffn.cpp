@@ -107,25 +107,24 @@ struct ShardedFfn::Impl {
 // scheme, tensor names, stored or packed dtype: another file, say).
 template <class Build>
 void ShardedFfn::Impl::construct(MPI_Comm caller, Build&& build) {
-    Impl& s = *this;
-    check_mpi(MPI_Comm_dup(caller, &s.comm), "MPI_Comm_dup");
-    MPI_Comm_rank(s.comm, &s.rank);
-    MPI_Comm_size(s.comm, &s.ranks);
-    for (auto* v : {&s.piece_counts, &s.piece_offsets, &s.receive_counts, &s.receive_offsets})
-        v->resize(static_cast<std::size_t>(s.ranks));
-    detail::agree(s.comm, detail::failure_of("ShardedFfn", [&] { build(s); }).get());
+    check_mpi(MPI_Comm_dup(caller, &comm), "MPI_Comm_dup");
+    MPI_Comm_rank(comm, &rank);
+    MPI_Comm_size(comm, &ranks);
+    for (auto* v : {&piece_counts, &piece_offsets, &receive_counts, &receive_offsets})
+        v->resize(static_cast<std::size_t>(ranks));
+    detail::agree(comm, detail::failure_of("ShardedFfn", [&] { build(*this); }).get());
     // The max of each value and of its negation (complement) give its range.
-    std::int64_t shape[4] = {s.d, s.f, -s.d, -s.f};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
-    const std::uint64_t h = fingerprint(s.identity);
+    std::int64_t shape[4] = {d, f, -d, -f};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
+    const std::uint64_t h = fingerprint(identity);
     std::uint64_t kind[2] = {h, ~h};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, kind, 2, MPI_UINT64_T, MPI_MAX, s.comm), "MPI_Allreduce");
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, kind, 2, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
     if (shape[0] != -shape[2] || shape[1] != -shape[3] || kind[0] != ~kind[1])
         throw Error(Status::invalid_argument,
                     "ShardedFfn: the ranks loaded different blocks (d from " +
                         std::to_string(-shape[2]) + " to " + std::to_string(shape[0]) +
                         ", f from " + std::to_string(-shape[3]) + " to " +
-                        std::to_string(shape[1]) + "; this rank's: " + s.identity +
+                        std::to_string(shape[1]) + "; this rank's: " + identity +
                         "): every rank must load the same block, with the same dtype");
 }
 

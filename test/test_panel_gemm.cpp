@@ -3,7 +3,8 @@
 //    layout says, padding the last panel with zeros;
 //  - the scalar reference against fp64 dot products of the stored values;
 //  - every ISA's kernels against the scalar reference, bit for bit, over
-//    many shapes (1, 7, 13, 33, 341 inputs; 1..131 columns; 1..13 rows);
+//    many shapes (1, 7, 13, 33, 341 inputs; 1..131 columns: up to 9 panels,
+//    which 1 or 2 rows read 4 or 2 at a time, the last ones alone; 1..13 rows);
 //  - NaN and inf in x or in a weight propagate to their own outputs only.
 #include <doctest/doctest.h>
 

@@ -2,10 +2,11 @@
 // or 32 of bf16, widened with vpmovzxwd + vpslld 16) is two vectors of 8
 // f32, which up to 6 rows multiply-add into 12 accumulators; rows in groups
 // of 6 pass over a panel while it stays in cache, so a tile leaves memory
-// once. Bits as the scalar reference (panel_gemm.hpp): one fma per input,
-// in order, per lane.
+// once; 1 or 2 rows alone read 4 or 2 panels side by side. Bits as the
+// scalar reference (panel_gemm.hpp): one fma per input, in order, per lane.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/panel_gemm.hpp"
@@ -48,64 +49,110 @@ inline void store_panel(__m256 lo, __m256 hi, float* row, std::int64_t c0, std::
 // passes over the same panel find it in cache and skip it.
 constexpr std::size_t kPrefetchBytes = 1024;
 
-// R rows over one panel (k rows of 16 weights): y[r][c0 .. c0 + 16).
-template <class T, int R, bool kStream>
-void panel_rows(const T* panel, std::int64_t k, const float* x, std::int64_t ldx, float* y,
-                std::int64_t ldy, std::int64_t c0, std::int64_t n) {
+// R rows over G panels, `stride` elements apart (k rows of 16 weights
+// each): y[r][c0 + 16 q .. c0 + 16 q + 16) for panel q.
+template <class T, int R, int G, bool kStream>
+void panel_rows(const T* panel, std::int64_t k, std::int64_t stride, const float* x,
+                std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
     constexpr std::int64_t kRowBytes = kPanelColumns * sizeof(T);
-    // Every loop over r is unrolled: a rolled one indexes acc at run time,
-    // and GCC then keeps acc in memory, stored on every input (a third of
-    // the speed).
-    __m256 acc[R][2];
+    // Every loop over r and q is unrolled: a rolled one indexes acc at run
+    // time, and GCC then keeps acc in memory, stored on every input (a third
+    // of the speed).
+    __m256 acc[R][G][2];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int q = 0; q < G; ++q) acc[r][q][0] = acc[r][q][1] = _mm256_setzero_ps();
     for (std::int64_t i = 0; i < k; ++i) {
         const T* row = panel + i * kPanelColumns;
-        // One prefetch per 64-byte line: every row (f32), every other (bf16).
+        // One prefetch per 64-byte line of each panel: every row (f32),
+        // every other (bf16).
         if (kStream && (i * kRowBytes) % 64 == 0)
-            _mm_prefetch(reinterpret_cast<const char*>(row) + kPrefetchBytes, _MM_HINT_T0);
-        __m256 lo, hi;
-        load_row(row, lo, hi);
+#pragma GCC unroll 4
+            for (int q = 0; q < G; ++q)
+                _mm_prefetch(reinterpret_cast<const char*>(row + q * stride) + kPrefetchBytes,
+                             _MM_HINT_T0);
+        __m256 lo[G], hi[G];
+#pragma GCC unroll 4
+        for (int q = 0; q < G; ++q) load_row(row + q * stride, lo[q], hi[q]);
 #pragma GCC unroll 8
         for (int r = 0; r < R; ++r) {
             const __m256 b = _mm256_broadcast_ss(x + r * ldx + i);
-            acc[r][0] = _mm256_fmadd_ps(b, lo, acc[r][0]);
-            acc[r][1] = _mm256_fmadd_ps(b, hi, acc[r][1]);
+#pragma GCC unroll 4
+            for (int q = 0; q < G; ++q) {
+                acc[r][q][0] = _mm256_fmadd_ps(b, lo[q], acc[r][q][0]);
+                acc[r][q][1] = _mm256_fmadd_ps(b, hi[q], acc[r][q][1]);
+            }
         }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r) store_panel(acc[r][0], acc[r][1], y + r * ldy, c0, n);
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int q = 0; q < G; ++q)
+            store_panel(acc[r][q][0], acc[r][q][1], y + r * ldy, c0 + q * kPanelColumns, n);
 }
 
+// Panels a tile's only pass runs over at once when it has 1 or 2 rows
+// (decode). One or two rows over one panel do too few fmas per byte for
+// one reader to keep DRAM busy; 4 or 2 panels read side by side (like the
+// DRAM probe's 2 and 4 streams per thread) ran llama7b's f32 block at 1
+// token 1.25-1.30x faster on 1 thread (docs/measurements.md). Each lane's
+// fma chain, so every bit, is that of one panel at a time. Passes after a
+// first one read the panel from cache: they keep one.
+constexpr int panels_per_pass(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
+
+// A pass of R rows from `panel` on: over panels_per_pass(R) of them when
+// `grouped` (a tile's only pass, so it streams), else over one.
 template <class T, int R>
-void pass(bool stream, const T* panel, std::int64_t k, const float* x, std::int64_t ldx, float* y,
-          std::int64_t ldy, std::int64_t c0, std::int64_t n) {
-    if (stream)
-        panel_rows<T, R, true>(panel, k, x, ldx, y, ldy, c0, n);
-    else
-        panel_rows<T, R, false>(panel, k, x, ldx, y, ldy, c0, n);
+void pass(bool stream, bool grouped, const T* panel, std::int64_t k, const float* x,
+          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
+    constexpr int G = panels_per_pass(R);
+    const std::int64_t stride = k * kPanelColumns;
+    if (G > 1 && grouped) {
+        panel_rows<T, R, G, true>(panel, k, stride, x, ldx, y, ldy, c0, n);
+    } else if (stream) {
+        panel_rows<T, R, 1, true>(panel, k, stride, x, ldx, y, ldy, c0, n);
+    } else {
+        panel_rows<T, R, 1, false>(panel, k, stride, x, ldx, y, ldy, c0, n);
+    }
+}
+
+// The rows left after the passes of kMaxRows (1 to kMaxRows - 1).
+template <class T>
+void last_pass(std::int64_t rows, bool stream, bool grouped, const T* panel, std::int64_t k,
+               const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0,
+               std::int64_t n) {
+    switch (rows) {
+        case 5: pass<T, 5>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 4: pass<T, 4>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 3: pass<T, 3>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 2: pass<T, 2>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 1: pass<T, 1>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
+        default: break;
+    }
 }
 
 template <class T>
 void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
           std::int64_t rows, float* y, std::int64_t ldy) noexcept {
-    for (std::int64_t p = 0; p < panel_count(n); ++p) {
-        const T* panel = static_cast<const T*>(tile) + p * k * kPanelColumns;
+    const std::int64_t full = rows / kMaxRows * kMaxRows, rest = rows - full;
+    const std::int64_t panels = panel_count(n), stride = k * kPanelColumns;
+    // 1 or 2 rows: one pass, over groups of panels (the last ones alone).
+    const std::int64_t group = full == 0 ? panels_per_pass(static_cast<int>(rest)) : 1;
+    const float* xr = x + full * ldx;
+    float* yr = y + full * ldy;
+    for (std::int64_t p = 0; p < panels;) {
+        const T* panel = static_cast<const T*>(tile) + p * stride;
         const std::int64_t c0 = p * kPanelColumns;
-        std::int64_t m = 0;
-        for (; m + kMaxRows <= rows; m += kMaxRows)
-            pass<T, kMaxRows>(m == 0, panel, k, x + m * ldx, ldx, y + m * ldy, ldy, c0, n);
-        const bool stream = m == 0;
-        const float* xm = x + m * ldx;
-        float* ym = y + m * ldy;
-        switch (rows - m) {
-            case 5: pass<T, 5>(stream, panel, k, xm, ldx, ym, ldy, c0, n); break;
-            case 4: pass<T, 4>(stream, panel, k, xm, ldx, ym, ldy, c0, n); break;
-            case 3: pass<T, 3>(stream, panel, k, xm, ldx, ym, ldy, c0, n); break;
-            case 2: pass<T, 2>(stream, panel, k, xm, ldx, ym, ldy, c0, n); break;
-            case 1: pass<T, 1>(stream, panel, k, xm, ldx, ym, ldy, c0, n); break;
-            default: break;
+        if (group > 1 && p + group <= panels) {
+            last_pass<T>(rest, true, true, panel, k, xr, ldx, yr, ldy, c0, n);
+            p += group;
+            continue;
         }
+        for (std::int64_t m = 0; m < full; m += kMaxRows)
+            pass<T, kMaxRows>(m == 0, false, panel, k, x + m * ldx, ldx, y + m * ldy, ldy, c0, n);
+        last_pass<T>(rest, full == 0, false, panel, k, xr, ldx, yr, ldy, c0, n);
+        ++p;
     }
 }
 

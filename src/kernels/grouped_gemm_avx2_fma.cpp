@@ -61,6 +61,10 @@ inline __m256i load(const std::uint8_t* p) {
     return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
+// Both block_sums are inlined into the loop over blocks, always: as a call
+// (GCC stopped inlining the Q4_0 one once rows had a second instance per
+// row count) the sums went through memory at every block, 1.4x slower.
+//
 // The s32 dot products of one block (b) for R rows: lane j of sums[r] =
 // sum over the block's 32 inputs of column j's quant times row r's.
 //
@@ -68,8 +72,9 @@ inline __m256i load(const std::uint8_t* p) {
 // sum (q - 8) x = sum q x - 8 sum x. A pair sum is at most 2 * 15 * 127 and a
 // block adds 8 of them per lane: 30480 < 2^15, so the block sums in 16 bits.
 template <int R>
-void block_sums_q4_0(const std::uint8_t* record, const ActBlock* x, std::int64_t x_stride,
-                     std::int64_t b, __m256i (&sums)[R]) {
+[[gnu::always_inline]] inline void block_sums_q4_0(const std::uint8_t* record, const ActBlock* x,
+                                                   std::int64_t x_stride, std::int64_t b,
+                                                   __m256i (&sums)[R]) {
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     __m256i sum16[R];
     for (int r = 0; r < R; ++r) sum16[r] = _mm256_setzero_si256();
@@ -94,8 +99,9 @@ void block_sums_q4_0(const std::uint8_t* record, const ActBlock* x, std::int64_t
 // (vpsignb); a pair sum reaches 2 * 128 * 127, so each goes to 32 bits
 // (vpmaddwd) at once.
 template <int R>
-void block_sums_q8_0(const std::uint8_t* record, const ActBlock* x, std::int64_t x_stride,
-                     std::int64_t b, __m256i (&sums)[R]) {
+[[gnu::always_inline]] inline void block_sums_q8_0(const std::uint8_t* record, const ActBlock* x,
+                                                   std::int64_t x_stride, std::int64_t b,
+                                                   __m256i (&sums)[R]) {
     const __m256i ones = _mm256_set1_epi16(1);
     for (int r = 0; r < R; ++r) sums[r] = _mm256_setzero_si256();
     for (int s = 0; s < 8; ++s) {
@@ -110,32 +116,54 @@ void block_sums_q8_0(const std::uint8_t* record, const ActBlock* x, std::int64_t
     }
 }
 
+// Groups a 1-row pass (decode) reads side by side: G streams per core keep
+// DRAM busier than one, as in the DRAM probe and the panel kernels. llama7b,
+// 1 token, old vs new alternated, three rounds (docs/measurements.md): Q4_0
+// over 4 groups 1.08-1.35x on 1 thread, 1.07-1.33x on 2; Q8_0 (twice the
+// bytes per record) over 2 groups 1.09-1.15x on 2 threads, where 4 were not
+// faster.
+template <GroupedFormat kFormat>
+constexpr int kDecodeGroups = kFormat == GroupedFormat::q4_0 ? 4 : 2;
+
 // R rows of y for the whole tile: per group of 8 columns, its records in
-// order, one f32 accumulator per row (grouped_gemm.hpp's numerics).
-template <GroupedFormat kFormat, int R>
+// order, one f32 accumulator per row (grouped_gemm.hpp's numerics). G groups
+// side by side, the last ones (fewer than G) one at a time.
+template <GroupedFormat kFormat, int R, int G = 1>
 void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlock* x,
           std::int64_t x_stride, float* y, std::int64_t ldy) {
     constexpr std::size_t kRecord = record_bytes(kFormat);
     constexpr std::size_t kPrefetch = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
-    for (std::int64_t g = 0; g * kGroupColumns < n; ++g) {
-        const std::uint8_t* record = tile + g * nb * static_cast<std::int64_t>(kRecord);
-        __m256 acc[R];
-        for (int r = 0; r < R; ++r) acc[r] = _mm256_setzero_ps();
+    const std::int64_t groups = column_groups(n);
+    const std::int64_t stride = nb * static_cast<std::int64_t>(kRecord);
+    std::int64_t g = 0;
+    for (; g + G <= groups; g += G) {
+        const std::uint8_t* record = tile + g * stride;
+        __m256 acc[G][R];
+        for (int q = 0; q < G; ++q)
+            for (int r = 0; r < R; ++r) acc[q][r] = _mm256_setzero_ps();
         for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
-            prefetch_ahead<kRecord, kPrefetch>(record);
-            __m256i sums[R];
-            if constexpr (kFormat == GroupedFormat::q8_0)
-                block_sums_q8_0<R>(record, x, x_stride, b, sums);
-            else
-                block_sums_q4_0<R>(record, x, x_stride, b, sums);
-            for (int r = 0; r < R; ++r)
-                acc[r] = _mm256_fmadd_ps(
-                    _mm256_cvtepi32_ps(sums[r]),
-                    block_scales(record + record_quant_bytes(kFormat), x[r * x_stride + b]),
-                    acc[r]);
+            for (int q = 0; q < G; ++q) {
+                const std::uint8_t* rq = record + q * stride;
+                prefetch_ahead<kRecord, kPrefetch>(rq);
+                __m256i sums[R];
+                if constexpr (kFormat == GroupedFormat::q8_0)
+                    block_sums_q8_0<R>(rq, x, x_stride, b, sums);
+                else
+                    block_sums_q4_0<R>(rq, x, x_stride, b, sums);
+                for (int r = 0; r < R; ++r)
+                    acc[q][r] = _mm256_fmadd_ps(
+                        _mm256_cvtepi32_ps(sums[r]),
+                        block_scales(rq + record_quant_bytes(kFormat), x[r * x_stride + b]),
+                        acc[q][r]);
+            }
         }
-        for (int r = 0; r < R; ++r) store_group(acc[r], y + r * ldy, g, n);
+        for (int q = 0; q < G; ++q)
+            for (int r = 0; r < R; ++r) store_group(acc[q][r], y + r * ldy, g + q, n);
     }
+    if constexpr (G > 1)
+        if (g < groups)
+            rows<kFormat, R, 1>(tile + g * stride, nb, n - g * kGroupColumns, x, x_stride,
+                                y + g * kGroupColumns, ldy);
 }
 
 template <GroupedFormat kFormat>
@@ -148,7 +176,10 @@ void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlo
     switch (rows_total - m) {
         case 3: rows<kFormat, 3>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
         case 2: rows<kFormat, 2>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
-        case 1: rows<kFormat, 1>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
+        case 1:
+            rows<kFormat, 1, kDecodeGroups<kFormat>>(tile, nb, n, x + m * x_stride, x_stride,
+                                                     y + m * ldy, ldy);
+            break;
         default: break;
     }
 }

@@ -6,7 +6,6 @@
 // scalar reference (panel_gemm.hpp): one fma per input, in order, per lane.
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cstring>
 
 #include "kernels/panel_gemm.hpp"
@@ -96,21 +95,26 @@ void panel_rows(const T* panel, std::int64_t k, std::int64_t stride, const float
 // (decode). One or two rows over one panel do too few fmas per byte for
 // one reader to keep DRAM busy; 4 or 2 panels read side by side (like the
 // DRAM probe's 2 and 4 streams per thread) ran llama7b's f32 block at 1
-// token 1.25-1.30x faster on 1 thread (docs/measurements.md). Each lane's
+// token 1.17-1.33x faster on 1 thread (docs/measurements.md). Each lane's
 // fma chain, so every bit, is that of one panel at a time. Passes after a
 // first one read the panel from cache: they keep one.
 constexpr int panels_per_pass(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
 
+// How a pass reads its panel: from cache (a pass after a tile's first),
+// streamed from memory with prefetch (a tile's first pass), or streamed
+// side by side with the panels after it (a tile's only pass, 1-2 rows).
+enum class Read { cached, streamed, grouped };
+
 // A pass of R rows from `panel` on: over panels_per_pass(R) of them when
-// `grouped` (a tile's only pass, so it streams), else over one.
+// `grouped`, else over one.
 template <class T, int R>
-void pass(bool stream, bool grouped, const T* panel, std::int64_t k, const float* x,
-          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
+void pass(Read read, const T* panel, std::int64_t k, const float* x, std::int64_t ldx, float* y,
+          std::int64_t ldy, std::int64_t c0, std::int64_t n) {
     constexpr int G = panels_per_pass(R);
     const std::int64_t stride = k * kPanelColumns;
-    if (G > 1 && grouped) {
+    if (G > 1 && read == Read::grouped) {
         panel_rows<T, R, G, true>(panel, k, stride, x, ldx, y, ldy, c0, n);
-    } else if (stream) {
+    } else if (read != Read::cached) {
         panel_rows<T, R, 1, true>(panel, k, stride, x, ldx, y, ldy, c0, n);
     } else {
         panel_rows<T, R, 1, false>(panel, k, stride, x, ldx, y, ldy, c0, n);
@@ -119,15 +123,14 @@ void pass(bool stream, bool grouped, const T* panel, std::int64_t k, const float
 
 // The rows left after the passes of kMaxRows (1 to kMaxRows - 1).
 template <class T>
-void last_pass(std::int64_t rows, bool stream, bool grouped, const T* panel, std::int64_t k,
-               const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0,
-               std::int64_t n) {
+void last_pass(std::int64_t rows, Read read, const T* panel, std::int64_t k, const float* x,
+               std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
     switch (rows) {
-        case 5: pass<T, 5>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 4: pass<T, 4>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 3: pass<T, 3>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 2: pass<T, 2>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 1: pass<T, 1>(stream, grouped, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 5: pass<T, 5>(read, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 4: pass<T, 4>(read, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 3: pass<T, 3>(read, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 2: pass<T, 2>(read, panel, k, x, ldx, y, ldy, c0, n); break;
+        case 1: pass<T, 1>(read, panel, k, x, ldx, y, ldy, c0, n); break;
         default: break;
     }
 }
@@ -145,13 +148,15 @@ void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std:
         const T* panel = static_cast<const T*>(tile) + p * stride;
         const std::int64_t c0 = p * kPanelColumns;
         if (group > 1 && p + group <= panels) {
-            last_pass<T>(rest, true, true, panel, k, xr, ldx, yr, ldy, c0, n);
+            last_pass<T>(rest, Read::grouped, panel, k, xr, ldx, yr, ldy, c0, n);
             p += group;
             continue;
         }
         for (std::int64_t m = 0; m < full; m += kMaxRows)
-            pass<T, kMaxRows>(m == 0, false, panel, k, x + m * ldx, ldx, y + m * ldy, ldy, c0, n);
-        last_pass<T>(rest, full == 0, false, panel, k, xr, ldx, yr, ldy, c0, n);
+            pass<T, kMaxRows>(m == 0 ? Read::streamed : Read::cached, panel, k, x + m * ldx, ldx,
+                              y + m * ldy, ldy, c0, n);
+        last_pass<T>(rest, full == 0 ? Read::streamed : Read::cached, panel, k, xr, ldx, yr, ldy,
+                     c0, n);
         ++p;
     }
 }

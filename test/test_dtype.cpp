@@ -277,15 +277,20 @@ struct PrefillPolicy {
 
 TEST_CASE(
     "grouped formats: the prefill path takes the 64-row tiles, the grouped kernels the rest") {
-    // 600 x 512 cut for unpacked f32 weights has 2 column tiles per phase,
-    // so 128 rows make two 64-row tiles (core/tiling.hpp); 130 rows add a
-    // 2-row tile. Forced here: on a CPU without a native bf16 matmul the
+    // 700 x 800 cut for unpacked weights has at least 2 column tiles per
+    // phase in f32 and in bf16 (down's 800 x 700 bf16 slice is 1.1 MB, over
+    // a tile's 1 MiB), so 128 rows make two 64-row tiles (core/tiling.hpp:
+    // with one column tile, max_row_bucket would cut 32-row tiles, and the
+    // grouped kernels would take every row); 130 rows add a 2-row tile. The
+    // head's bounds below tell the paths apart: the grouped kernels' int8
+    // activations are about 1e-2 off either prefill simulation. Forced
+    // here: on a CPU without a native bf16 matmul the
     // automatic policy never takes this path (precision_grouped.cpp); bf16
     // runs where oneDNN offers a bf16 matmul at all (AVX-512).
     // Bounds: f32 prefill rows as f32 on the rounded weights (test_block's
     // f32 bound), bf16 ones as the bf16 dtype's simulation; grouped rows as
     // kGroupedSimulated.
-    const RandomBlock b(600, 512, Layout::out_in, 5);
+    const RandomBlock b(700, 800, Layout::out_in, 5);
     const std::pair<detail::GroupedPrefill, Acts> paths[] = {
         {detail::GroupedPrefill::f32, Acts::f32}, {detail::GroupedPrefill::bf16, Acts::bf16}};
     for (Dtype dtype : {Dtype::q8_0, Dtype::q4_0})

@@ -3,10 +3,15 @@ seed modules (a CyberSLM-style SwiGLUFeedForward, a Hugging Face LlamaMLP)
 and for every block of a small model (replace_mlps). Needs Debian's
 python3-torch (the README's test command installs it).
 
-Tolerances, relative to max |y|: against the seed module in PyTorch, 1e-6
-(issue 15's bound; both sum the same f32 products in different orders, and
-the difference measured here is at most 6.1e-7, at d = 384, f = 1024);
-against the float64 reference, the f32 bound of the other suites."""
+Tolerances, relative to max |y|: against the seed module, 1e-6 (issue 15's
+bound), taken against the module run in float64, its exact function. Its
+own f32 output is the same f32 products summed in another order, and so
+within 1e-6 plus its own error: at d = 384, f = 1024 that error was 9.8e-7
+on an AVX-512 machine (ours 5.9e-7), so the two f32 outputs differ by up to
+1.2e-6 there (6.1e-7 on an AVX2 one). Against the float64 reference, the
+f32 bound of the other suites."""
+
+import copy
 
 import numpy as np
 import pytest
@@ -89,10 +94,12 @@ def test_from_module_matches_the_seed(d, f, lead, seed_module):
     assert (fast.d, fast.f) == (d, f) and fast.ffn.implementation["dtype"] == "f32"
     x = torch.rand(lead + (d,)) * 2 - 1
     with torch.no_grad():
-        want = seed(x)
+        want = seed(x).numpy().astype(np.float64)
+        exact = copy.deepcopy(seed).double()(x.double()).numpy()
     got = fast(x)
     assert isinstance(got, torch.Tensor) and got.shape == x.shape and got.dtype == torch.float32
-    assert relative_error(got.numpy(), want.numpy().astype(np.float64)) <= SEED_TOLERANCE
+    assert relative_error(got.numpy(), exact) <= SEED_TOLERANCE
+    assert relative_error(got.numpy(), want) <= SEED_TOLERANCE + relative_error(want, exact)
     names = ("gate_proj", "val_proj", "out_proj") if seed_module is SwiGLUFeedForward else (
         "gate_proj", "up_proj", "down_proj")
     ref = reference(x.numpy(), *weights(seed, names))

@@ -49,7 +49,8 @@ struct GroupedKernels {
 
 // The kernels of one ISA; all null where this build has none for it (the
 // ISAs without one of their own run the next narrower ISA's, see
-// grouped_kernels_isa). Calling them on a CPU without that ISA is undefined.
+// grouped_kernels_isa), and for AVX-512 on a CPU without AVX512_VNNI.
+// Calling them on a CPU without that ISA is undefined.
 GroupedKernels grouped_kernels(Isa isa) noexcept;
 // The ISA whose kernels run on a CPU whose best ISA is `isa`.
 Isa grouped_kernels_isa(Isa isa) noexcept;
@@ -59,5 +60,7 @@ Isa grouped_kernels_isa() noexcept;
 
 GroupedKernels grouped_kernels_scalar() noexcept;
 GroupedKernels grouped_kernels_avx2_fma() noexcept;
+// Its gemms only (unpack null): grouped_kernels(Isa::avx512) adds AVX2's.
+GroupedKernels grouped_kernels_avx512_vnni() noexcept;
 
 }  // namespace swiglu::detail

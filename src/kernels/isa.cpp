@@ -80,6 +80,19 @@ bool isa_available(Isa isa) noexcept {
     return i < available.size() && available[i];
 }
 
+bool avx512_vnni_available() noexcept {
+#if SWIGLU_X86
+    static const bool vnni = [] {
+        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+        return isa_available(Isa::avx512) && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
+               (ecx & (1u << 11));  // CPUID.(7,0):ECX.AVX512_VNNI
+    }();
+    return vnni;
+#else
+    return false;
+#endif
+}
+
 Isa best_isa() noexcept {
     // kIsas runs from the most portable to the widest.
     Isa best = Isa::scalar;

@@ -28,4 +28,8 @@ bool isa_available(Isa isa) noexcept;
 // The best ISA this CPU runs among those this build has kernels for.
 Isa best_isa() noexcept;
 
+// AVX-512 is available and has VNNI (vpdpbusd), which the grouped kernels'
+// AVX-512 TU needs beyond the ISA's base set.
+bool avx512_vnni_available() noexcept;
+
 }  // namespace swiglu::detail

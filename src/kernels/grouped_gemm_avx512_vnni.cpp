@@ -1,0 +1,193 @@
+// The grouped kernels for AVX-512 with VNNI: vpdpbusd multiplies 64 unsigned
+// weight quants by 64 signed activation quants and adds each 4 products to a
+// 32-bit lane, one instruction where AVX2 takes two (Q4_0: vpmaddubsw and an
+// add) or four (Q8_0: vpsignb twice, vpmaddubsw, vpmaddwd). A zmm holds two
+// column groups (grouped_layout.hpp), group g in lanes 0-7 and g + 1 in
+// 8-15, so a block still ends in column sums without a horizontal reduction.
+// Up to 8 rows share each weight load. Bits as the scalar reference
+// (grouped_gemm.hpp): the block sums are the same exact integers.
+// GCC 12's AVX-512 intrinsics leave their undefined result registers
+// "uninitialised" on purpose and then warn about it when inlined (GCC bug
+// 105593, fixed in GCC 13): silenced for this TU only.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/grouped_gemm.hpp"
+
+namespace swiglu::detail {
+
+namespace {
+
+// Rows per pass: 8 f32 and 8 s32 accumulators of the 32 zmm registers, the
+// rest for the weights, their nibbles and the broadcasts.
+constexpr int kMaxRows = 8;
+
+// Prefetch as the AVX2 kernels (grouped_gemm_avx2_fma.cpp, measured there):
+// every line of a record, 1 KiB (Q4_0) or 2 KiB (Q8_0) ahead in its stream.
+template <std::size_t kRecord, std::size_t kDistance>
+inline void prefetch_ahead(const std::uint8_t* record) {
+    for (std::size_t o = 0; o < kRecord; o += 64)
+        _mm_prefetch(reinterpret_cast<const char*>(record + kDistance + o), _MM_HINT_T0);
+}
+
+// 32 bytes of a group's record at p and the same 32 of its partner's at
+// p + partner (0: a last group alone, whose upper lanes are then computed
+// and never stored).
+inline __m512i load_pair(const std::uint8_t* p, std::int64_t partner) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + partner));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// 4 activation quants (inputs 4 i .. 4 i + 3), broadcast to every column lane.
+inline __m512i broadcast4(const ActBlock& a, int i) {
+    std::int32_t v;
+    std::memcpy(&v, a.qs + 4 * i, sizeof(v));
+    return _mm512_set1_epi32(v);
+}
+
+// The 16 columns' f16 weight scales as f32.
+inline __m512 pair_scales(const std::uint8_t* scales, std::int64_t partner) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(scales + partner));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+// Columns [c0, c0 + 16) of one output row, clipped to n (a masked store
+// touches no lane past it).
+inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
+    const std::int64_t left = n - c0;
+    if (left >= 2 * kGroupColumns)
+        _mm512_storeu_ps(row + c0, v);
+    else
+        _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
+}
+
+// The s32 dot products of block b for R rows over a pair of groups: lane j
+// of sums[r] = sum over the block's 32 inputs of column j's quant times row
+// r's. vpdpbusd wants unsigned weights, so each format's offset is taken
+// out of the start value with the activations' sum (ActBlock::sum):
+//   Q4_0: nibbles q in [0, 15]: sum (q - 8) x = sum q x - 8 sum x;
+//   Q8_0: w + 128 = w ^ 0x80 in [0, 255]: sum w x = sum (w + 128) x - 128 sum x.
+// Every partial sum fits in 32 bits (|.| <= 32 * 255 * 128), so the result
+// is the scalar reference's integer.
+template <int R>
+[[gnu::always_inline]] inline void block_sums_q4_0(const std::uint8_t* record, std::int64_t partner,
+                                                   const ActBlock* x, std::int64_t x_stride,
+                                                   std::int64_t b, __m512i (&sums)[R]) {
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    for (int r = 0; r < R; ++r) sums[r] = _mm512_set1_epi32(-8 * x[r * x_stride + b].sum);
+    for (int p = 0; p < 4; ++p) {
+        const __m512i packed = load_pair(record + 32 * p, partner);
+        const __m512i lo = _mm512_and_si512(packed, nibble);
+        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+        for (int r = 0; r < R; ++r) {
+            const ActBlock& a = x[r * x_stride + b];
+            sums[r] = _mm512_dpbusd_epi32(sums[r], lo, broadcast4(a, 2 * p));
+            sums[r] = _mm512_dpbusd_epi32(sums[r], hi, broadcast4(a, 2 * p + 1));
+        }
+    }
+}
+
+template <int R>
+[[gnu::always_inline]] inline void block_sums_q8_0(const std::uint8_t* record, std::int64_t partner,
+                                                   const ActBlock* x, std::int64_t x_stride,
+                                                   std::int64_t b, __m512i (&sums)[R]) {
+    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+    for (int r = 0; r < R; ++r) sums[r] = _mm512_set1_epi32(-128 * x[r * x_stride + b].sum);
+    for (int s = 0; s < 8; ++s) {
+        const __m512i w = _mm512_xor_si512(load_pair(record + 32 * s, partner), bias);
+        for (int r = 0; r < R; ++r)
+            sums[r] = _mm512_dpbusd_epi32(sums[r], w, broadcast4(x[r * x_stride + b], s));
+    }
+}
+
+// Pairs of groups a 1-row pass (decode) reads side by side: as many streams
+// per core as the AVX2 kernels' kDecodeGroups (4 for Q4_0, 2 for Q8_0).
+template <GroupedFormat kFormat>
+constexpr int kDecodePairs = kFormat == GroupedFormat::q4_0 ? 2 : 1;
+
+// R rows of y over G pairs of groups from `first` on (pair q: groups at
+// first + 2 q stride and that + partner), columns from c0: per pair, its
+// records in order, one f32 accumulator per row (grouped_gemm.hpp).
+template <GroupedFormat kFormat, int R, int G>
+void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std::int64_t partner,
+           const ActBlock* x, std::int64_t x_stride, float* y, std::int64_t ldy, std::int64_t c0,
+           std::int64_t n) {
+    constexpr std::size_t kRecord = record_bytes(kFormat);
+    constexpr std::size_t kPrefetch = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
+    __m512 acc[G][R];
+    for (int q = 0; q < G; ++q)
+        for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
+    const std::uint8_t* record = first;
+    for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
+        for (int q = 0; q < G; ++q) {
+            const std::uint8_t* rq = record + 2 * q * stride;
+            prefetch_ahead<kRecord, kPrefetch>(rq);
+            prefetch_ahead<kRecord, kPrefetch>(rq + partner);
+            __m512i sums[R];
+            if constexpr (kFormat == GroupedFormat::q8_0)
+                block_sums_q8_0<R>(rq, partner, x, x_stride, b, sums);
+            else
+                block_sums_q4_0<R>(rq, partner, x, x_stride, b, sums);
+            const __m512 w = pair_scales(rq + record_quant_bytes(kFormat), partner);
+            for (int r = 0; r < R; ++r)
+                acc[q][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]),
+                                            _mm512_mul_ps(w, _mm512_set1_ps(x[r * x_stride + b].d)),
+                                            acc[q][r]);
+        }
+    }
+    for (int q = 0; q < G; ++q)
+        for (int r = 0; r < R; ++r)
+            store_pair(acc[q][r], y + r * ldy, c0 + 2 * q * kGroupColumns, n);
+}
+
+// R rows of y for the whole tile: G pairs at a time, then single pairs,
+// then a last group alone.
+template <GroupedFormat kFormat, int R, int G = 1>
+void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlock* x,
+          std::int64_t x_stride, float* y, std::int64_t ldy) {
+    const std::int64_t groups = column_groups(n);
+    const std::int64_t stride = nb * static_cast<std::int64_t>(record_bytes(kFormat));
+    std::int64_t g = 0;
+    for (; g + 2 * G <= groups; g += 2 * G)
+        pairs<kFormat, R, G>(tile + g * stride, nb, stride, stride, x, x_stride, y, ldy,
+                             g * kGroupColumns, n);
+    for (; g + 2 <= groups; g += 2)
+        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, stride, x, x_stride, y, ldy,
+                             g * kGroupColumns, n);
+    if (g < groups)
+        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, 0, x, x_stride, y, ldy,
+                             g * kGroupColumns, n);
+}
+
+template <GroupedFormat kFormat>
+void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlock* x,
+          std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
+    const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
+    std::int64_t m = 0;
+    for (; m + kMaxRows <= rows_total; m += kMaxRows)
+        rows<kFormat, kMaxRows>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
+    const ActBlock* xm = x + m * x_stride;
+    float* ym = y + m * ldy;
+    switch (rows_total - m) {
+        case 7: rows<kFormat, 7>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 6: rows<kFormat, 6>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 5: rows<kFormat, 5>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 4: rows<kFormat, 4>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 3: rows<kFormat, 3>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 2: rows<kFormat, 2>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 1: rows<kFormat, 1, kDecodePairs<kFormat>>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        default: break;
+    }
+}
+
+}  // namespace
+
+GroupedKernels grouped_kernels_avx512_vnni() noexcept {
+    return {{&gemm<GroupedFormat::q8_0>, nullptr}, {&gemm<GroupedFormat::q4_0>, nullptr}};
+}
+
+}  // namespace swiglu::detail

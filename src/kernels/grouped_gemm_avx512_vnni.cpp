@@ -104,10 +104,12 @@ template <int R>
     }
 }
 
-// Pairs of groups a 1-row pass (decode) reads side by side: as many streams
-// per core as the AVX2 kernels' kDecodeGroups (4 for Q4_0, 2 for Q8_0).
-template <GroupedFormat kFormat>
-constexpr int kDecodePairs = kFormat == GroupedFormat::q4_0 ? 2 : 1;
+// Pairs of groups a 1-row pass (decode) reads side by side: 4 streams per
+// core. llama7b, 1 token, alternated, three rounds on an AVX-512 EPYC
+// (docs/measurements.md): Q8_0 over 2 pairs instead of 1 ran 1.03-1.14x
+// faster on 1 thread and 1.03-1.09x on 2; Q4_0 over 4 instead of 2 was no
+// faster (0.87-1.10x).
+constexpr int kDecodePairs = 2;
 
 // R rows of y over G pairs of groups from `first` on (pair q: groups at
 // first + 2 q stride and that + partner), columns from c0: per pair, its
@@ -179,7 +181,7 @@ void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlo
         case 4: rows<kFormat, 4>(tile, nb, n, xm, x_stride, ym, ldy); break;
         case 3: rows<kFormat, 3>(tile, nb, n, xm, x_stride, ym, ldy); break;
         case 2: rows<kFormat, 2>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 1: rows<kFormat, 1, kDecodePairs<kFormat>>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 1: rows<kFormat, 1, kDecodePairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
         default: break;
     }
 }

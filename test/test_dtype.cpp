@@ -284,9 +284,9 @@ TEST_CASE(
     // grouped kernels would take every row); 130 rows add a 2-row tile. The
     // head's bounds below tell the paths apart: the grouped kernels' int8
     // activations are about 1e-2 off either prefill simulation. Forced
-    // here: on a CPU without a native bf16 matmul the
-    // automatic policy never takes this path (precision_grouped.cpp); bf16
-    // runs where oneDNN offers a bf16 matmul at all (AVX-512).
+    // here: the automatic policy takes this path only with AMX
+    // (precision_grouped.cpp); bf16 runs where oneDNN offers a bf16 matmul
+    // at all (AVX-512).
     // Bounds: f32 prefill rows as f32 on the rounded weights (test_block's
     // f32 bound), bf16 ones as the bf16 dtype's simulation; grouped rows as
     // kGroupedSimulated.
@@ -323,10 +323,10 @@ TEST_CASE(
                 CHECK(test::relative_error(tail, quantised) <= kGroupedSimulated);
             }
         }
-    // The automatic policy here: the prefill path only with a native bf16 kernel.
+    // The automatic policy here: the prefill path only with an AMX kernel.
     const Ffn automatic(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::q4_0});
-    const bool native_bf16 = automatic.implementation().matmul.find("bf16") != std::string::npos;
-    CHECK(native_bf16 == (automatic.implementation().matmul.find("unpacked") != std::string::npos));
+    const bool amx = automatic.implementation().matmul.find("amx") != std::string::npos;
+    CHECK(amx == (automatic.implementation().matmul.find("unpacked") != std::string::npos));
     MESSAGE("q4_0 here: ", automatic.implementation().matmul);
 }
 

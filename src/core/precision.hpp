@@ -208,8 +208,8 @@ void set_panels(bool enabled) noexcept;
 bool panels_enabled() noexcept;
 
 // Where q8_0 / q4_0 run full-height row tiles (precision_grouped.cpp):
-// automatic: through oneDNN on tiles unpacked to bf16 where it has a native
-// bf16 kernel, on the grouped kernels elsewhere; never: on the grouped
+// automatic: through oneDNN on tiles unpacked to bf16 where it has an AMX
+// kernel, on the grouped kernels elsewhere; never: on the grouped
 // kernels always; f32, bf16: through oneDNN on tiles unpacked to that type,
 // whatever its kernel (for tests and measurements).
 enum class GroupedPrefill { automatic, never, f32, bf16 };

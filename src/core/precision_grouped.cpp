@@ -6,14 +6,16 @@
 // gate|up tile (in place) and is quantised there, a block at a time: gate|up
 // column tiles are whole blocks wide (multiples of 64 columns, or end at f).
 //
-// The prefill path (precision.hpp): where oneDNN has a native bf16 matmul
-// (avx512_bf16, AMX), full-height row tiles run it on weight tiles unpacked
-// to bf16, with x and act rounded to bf16 instead of quantised: what the
-// weights hold is exact in f32 (q * d), and bf16 keeps 8 of its up to 19
-// significant bits (2^-9 relative, as the bf16 dtype). Elsewhere the grouped
-// kernels run every tile: on an AVX2 CPU the same path with f32 tiles ran
-// 1.55-1.74x slower than they do (llama7b, 64 and 512 tokens, 2 threads;
-// docs/measurements.md).
+// The prefill path (precision.hpp): where oneDNN has an AMX matmul,
+// full-height row tiles run it on weight tiles unpacked to bf16, with x and
+// act rounded to bf16 instead of quantised: what the weights hold is exact
+// in f32 (q * d), and bf16 keeps 8 of its up to 19 significant bits (2^-9
+// relative, as the bf16 dtype). Elsewhere the grouped kernels run every
+// tile (2 threads, docs/measurements.md): on an AVX2 CPU the same path with
+// f32 tiles ran 1.55-1.74x slower than they do (llama7b, 64 and 512 tokens);
+// on an avx512_bf16 one, with bf16 tiles on oneDNN's avx512_core_bf16
+// brgemm, 1.2-2.5x slower than their VNNI twin (llama7b, 64-512 tokens).
+// AMX's bf16 tiles have not been measured.
 #include <algorithm>
 #include <atomic>
 #include <cassert>
@@ -123,12 +125,10 @@ public:
         prefill_.reset();
         if (types) prefill_ = *types;
     }
-    // Automatic: only a native bf16 brgemm outruns the grouped kernels.
+    // Automatic: AMX only (see the top of this file).
     bool accepts_prefill(const MatmulKernel& kernel) const override {
         if (grouped_prefill() != GroupedPrefill::automatic) return true;
-        const std::string& impl = kernel.implementation;
-        return is_brgemm_kernel(kernel) &&
-               (impl.find("bf16") != std::string::npos || impl.find("amx") != std::string::npos);
+        return is_brgemm_kernel(kernel) && kernel.implementation.find("amx") != std::string::npos;
     }
     std::size_t unpacked_bytes(std::int64_t k, std::int64_t n) const override {
         // bf16: the tile, then one block row of f32 to convert from.

@@ -78,12 +78,13 @@ struct Case {
     std::int64_t k, n, rows;
 };
 // Rows: every pass height of every ISA (AVX2 up to 4 rows per pass,
-// AVX-512 up to 8) and the 1-row pass, whose column groups go side by side
-// (AVX2: 4 or 2; AVX-512: 2 pairs, then a pair, then a group alone: 55
-// columns are 7 groups, the last partial); columns: partial groups and pairs.
-const Case kCases[] = {{1, 1, 1},     {7, 13, 2},  {13, 7, 3},   {32, 8, 4},
-                       {33, 9, 5},    {64, 64, 1}, {40, 55, 1},  {341, 131, 7},
-                       {128, 341, 9}, {96, 17, 6}, {64, 48, 16}, {1024, 24, 4}};
+// AVX-512 up to 8) and the passes whose column groups go side by side (AVX2:
+// 1 row over 4 or 2 groups; AVX-512: 1-3 rows over 2 pairs, then a pair,
+// then a group alone: 55 columns are 7 groups, the last partial, 100 are
+// 13); columns: partial groups and pairs.
+const Case kCases[] = {{1, 1, 1},     {7, 13, 2},    {13, 7, 3},  {32, 8, 4},   {33, 9, 5},
+                       {64, 64, 1},   {40, 55, 1},   {50, 55, 2}, {64, 100, 3}, {70, 55, 10},
+                       {341, 131, 7}, {128, 341, 9}, {96, 17, 6}, {64, 48, 16}, {1024, 24, 4}};
 
 // Calls fn(isa, that ISA's kernels of `format`, format, case) for every ISA
 // this build has grouped kernels for and this CPU runs, every format, every case.

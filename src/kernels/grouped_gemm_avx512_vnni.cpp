@@ -104,12 +104,14 @@ template <int R>
     }
 }
 
-// Pairs of groups a 1-row pass (decode) reads side by side: 4 streams per
-// core. llama7b, 1 token, alternated, three rounds on an AVX-512 EPYC
-// (docs/measurements.md): Q8_0 over 2 pairs instead of 1 ran 1.03-1.14x
-// faster on 1 thread and 1.03-1.09x on 2; Q4_0 over 4 instead of 2 was no
-// faster (0.87-1.10x).
-constexpr int kDecodePairs = 2;
+// Pairs of groups a pass of 1-3 rows reads side by side: 4 streams per
+// core, where so few rows leave the weight stream short of DRAM's rate.
+// llama7b, alternated, three rounds on an AVX-512 EPYC (docs/measurements.md):
+// 1 token, Q8_0 over 2 pairs instead of 1 ran 1.03-1.14x faster on 1 thread
+// and 1.03-1.09x on 2 (Q4_0 over 4 instead of 2 was no faster: 0.87-1.10x);
+// 2-3 tokens over 2 pairs instead of 1: Q4_0 1.26-1.44x, Q8_0 1.0-1.11x.
+// 4 rows over 2 pairs were not faster (0.96-1.15x; 1.2x slower in cache).
+constexpr int kNarrowPairs = 2;
 
 // R rows of y over G pairs of groups from `first` on (pair q: groups at
 // first + 2 q stride and that + partner), columns from c0: per pair, its
@@ -179,9 +181,9 @@ void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlo
         case 6: rows<kFormat, 6>(tile, nb, n, xm, x_stride, ym, ldy); break;
         case 5: rows<kFormat, 5>(tile, nb, n, xm, x_stride, ym, ldy); break;
         case 4: rows<kFormat, 4>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 3: rows<kFormat, 3>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 2: rows<kFormat, 2>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 1: rows<kFormat, 1, kDecodePairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 3: rows<kFormat, 3, kNarrowPairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 2: rows<kFormat, 2, kNarrowPairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
+        case 1: rows<kFormat, 1, kNarrowPairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
         default: break;
     }
 }

@@ -62,4 +62,43 @@ TEST_CASE("forward allocates the same on every call, only inside oneDNN's execut
     }
 }
 
+TEST_CASE("a block on our own kernels allocates nothing at all after its first call") {
+    // q4_0 and q8_0 under 64 tokens run the grouped kernels only (no
+    // oneDNN execute, whose argument maps are the one allowance above), so
+    // any allocation here is ours: argument checks included.
+    test::RandomBlock b(96, 200, Layout::out_in, 4);
+    for (Dtype dtype : {Dtype::q4_0, Dtype::q8_0})
+        for (std::int64_t tokens : {1, 3, 17}) {
+            CAPTURE(int(dtype));
+            CAPTURE(tokens);
+            Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2, dtype});
+            const auto x = test::random_input(tokens, b.d, 2);
+            std::vector<float> y(x.size());
+            ffn.forward(x.data(), y.data(), tokens);
+            const long before = g_news.load();
+            for (int i = 0; i < 10; ++i) ffn.forward(x.data(), y.data(), tokens);
+            CHECK(g_news.load() - before == 0);
+        }
+}
+
+TEST_CASE("backward allocates the same on every call") {
+    test::RandomBlock b(64, 160, Layout::out_in, 5);
+    Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
+    const std::int64_t tokens = 9;
+    const auto x = test::random_input(tokens, b.d, 3);
+    const auto dy = test::random_input(tokens, b.d, 4);
+    std::vector<float> dx(x.size()), g(std::size_t(b.d * b.f)), u(g.size()), w(g.size());
+    const Gradients grads{g.data(), u.data(), w.data()};
+    ffn.backward(x.data(), dy.data(), dx.data(), tokens, grads);  // first call: prepared here
+    long counts[3];
+    for (long& n : counts) {
+        const long before = g_news.load();
+        for (int i = 0; i < 10; ++i) ffn.backward(x.data(), dy.data(), dx.data(), tokens, grads);
+        n = g_news.load() - before;
+    }
+    CHECK(counts[0] == counts[1]);
+    CHECK(counts[1] == counts[2]);
+    MESSAGE("operator new per backward: ", counts[0] / 10.0, " (oneDNN's execute)");
+}
+
 }  // TEST_SUITE

@@ -51,12 +51,15 @@ void require_f32(const detail::FfnImpl& impl, const char* what) {
                                              dtype_name(dtype) + ")");
 }
 
-// elements * 4 bytes, or an error naming the product.
-std::int64_t byte_size(std::int64_t a, std::int64_t b, const std::string& what) {
+// elements * 4 bytes, or an error naming the product. `what` is a C string:
+// a std::string parameter would be built (and allocated: most names pass
+// SSO's 15 characters) on every call.
+std::int64_t byte_size(std::int64_t a, std::int64_t b, const char* what) {
     std::int64_t n = 0;
     if (__builtin_mul_overflow(a, b, &n) ||
         n > std::numeric_limits<std::int64_t>::max() / std::int64_t{sizeof(float)})
-        invalid(what + " = " + std::to_string(a) + " * " + std::to_string(b) + " overflows");
+        invalid(std::string(what) + " = " + std::to_string(a) + " * " + std::to_string(b) +
+                " overflows");
     return n * std::int64_t{sizeof(float)};
 }
 

@@ -79,7 +79,7 @@ struct Case {
 };
 // Rows: every pass height of every ISA (AVX2 up to 4 rows per pass,
 // AVX-512 up to 8) and the passes whose column groups go side by side (AVX2:
-// 1 row over 4 or 2 groups; AVX-512: 1-3 rows over 2 pairs, then a pair,
+// 1 row over 4 or 2 groups; AVX-512: 1-3 rows (Q8_0: 1-2) over 2 pairs, then a pair,
 // then a group alone: 55 columns are 7 groups, the last partial, 100 are
 // 13); columns: partial groups and pairs.
 const Case kCases[] = {{1, 1, 1},     {7, 13, 2},    {13, 7, 3},  {32, 8, 4},   {33, 9, 5},

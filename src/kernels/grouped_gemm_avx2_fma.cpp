@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/grouped_gemm.hpp"
+#include "kernels/row_passes.hpp"
 
 namespace swiglu::detail {
 
@@ -170,18 +171,11 @@ template <GroupedFormat kFormat>
 void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlock* x,
           std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
     const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
-    std::int64_t m = 0;
-    for (; m + kMaxRows <= rows_total; m += kMaxRows)
-        rows<kFormat, kMaxRows>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
-    switch (rows_total - m) {
-        case 3: rows<kFormat, 3>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
-        case 2: rows<kFormat, 2>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy); break;
-        case 1:
-            rows<kFormat, 1, kDecodeGroups<kFormat>>(tile, nb, n, x + m * x_stride, x_stride,
-                                                     y + m * ldy, ldy);
-            break;
-        default: break;
-    }
+    row_passes<kMaxRows>(rows_total, [&](auto height, std::int64_t m) {
+        constexpr int R = decltype(height)::value;
+        rows<kFormat, R, R == 1 ? kDecodeGroups<kFormat> : 1>(tile, nb, n, x + m * x_stride,
+                                                              x_stride, y + m * ldy, ldy);
+    });
 }
 
 // Unpacking: a vector of quants in the record layout (byte 4 j + t = column

@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "kernels/grouped_gemm.hpp"
+#include "kernels/row_passes.hpp"
 
 namespace swiglu::detail {
 
@@ -104,14 +105,18 @@ template <int R>
     }
 }
 
-// Pairs of groups a pass of 1-3 rows reads side by side: 4 streams per
+// Pairs of groups a pass of few rows reads side by side: 4 streams per
 // core, where so few rows leave the weight stream short of DRAM's rate.
 // llama7b, alternated, three rounds on an AVX-512 EPYC (docs/measurements.md):
 // 1 token, Q8_0 over 2 pairs instead of 1 ran 1.03-1.14x faster on 1 thread
 // and 1.03-1.09x on 2 (Q4_0 over 4 instead of 2 was no faster: 0.87-1.10x);
 // 2-3 tokens over 2 pairs instead of 1: Q4_0 1.26-1.44x, Q8_0 1.0-1.11x.
-// 4 rows over 2 pairs were not faster (0.96-1.15x; 1.2x slower in cache).
+// But Q8_0's 3-row pass over 2 pairs ran 1.1-1.3x slower in cache (its
+// records are twice Q4_0's bytes), and 4 rows over 2 pairs were not faster
+// for either (0.96-1.15x; 1.2x slower in cache).
 constexpr int kNarrowPairs = 2;
+template <GroupedFormat kFormat>
+constexpr int kNarrowRows = kFormat == GroupedFormat::q4_0 ? 3 : 2;
 
 // R rows of y over G pairs of groups from `first` on (pair q: groups at
 // first + 2 q stride and that + partner), columns from c0: per pair, its
@@ -171,21 +176,11 @@ template <GroupedFormat kFormat>
 void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlock* x,
           std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
     const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
-    std::int64_t m = 0;
-    for (; m + kMaxRows <= rows_total; m += kMaxRows)
-        rows<kFormat, kMaxRows>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
-    const ActBlock* xm = x + m * x_stride;
-    float* ym = y + m * ldy;
-    switch (rows_total - m) {
-        case 7: rows<kFormat, 7>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 6: rows<kFormat, 6>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 5: rows<kFormat, 5>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 4: rows<kFormat, 4>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 3: rows<kFormat, 3, kNarrowPairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 2: rows<kFormat, 2, kNarrowPairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        case 1: rows<kFormat, 1, kNarrowPairs>(tile, nb, n, xm, x_stride, ym, ldy); break;
-        default: break;
-    }
+    row_passes<kMaxRows>(rows_total, [&](auto height, std::int64_t m) {
+        constexpr int R = decltype(height)::value;
+        rows<kFormat, R, R <= kNarrowRows<kFormat> ? kNarrowPairs : 1>(
+            tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
+    });
 }
 
 }  // namespace

@@ -6,9 +6,11 @@
 // 8-15, so a block still ends in column sums without a horizontal reduction.
 // Up to 8 rows share each weight load. Bits as the scalar reference
 // (grouped_gemm.hpp): the block sums are the same exact integers.
-// GCC 12's AVX-512 intrinsics leave their undefined result registers
-// "uninitialised" on purpose and then warn about it when inlined (GCC bug
-// 105593, fixed in GCC 13): silenced for this TU only.
+//
+// GCC 12's AVX-512 intrinsics (here _mm512_inserti64x4, _mm512_cvtph_ps,
+// _mm512_cvtepi32_ps) start from a deliberately undefined register and then
+// warn that it "may be used uninitialized" once inlined (GCC bug 105593):
+// silenced for this TU only.
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 

@@ -14,7 +14,7 @@
 // tile (2 threads, docs/measurements.md): on an AVX2 CPU the same path with
 // f32 tiles ran 1.55-1.74x slower than they do (llama7b, 64 and 512 tokens);
 // on an avx512_bf16 one, with bf16 tiles on oneDNN's avx512_core_bf16
-// brgemm, 1.2-2.5x slower than their VNNI twin (llama7b, 64-512 tokens).
+// brgemm, 1.3-2.6x slower than their VNNI twin (llama7b, 64-512 tokens).
 // AMX's bf16 tiles have not been measured.
 #include <algorithm>
 #include <atomic>

@@ -185,8 +185,11 @@ TEST_CASE("loading a BF16 checkpoint costs the packed weights and a tile, not an
     // A plain f32 tile is at most 2 MiB here; 6 MiB more covers oneDNN's
     // primitives, the allocator and the file's readahead. The f32 copy alone
     // is 33 MiB. (The copy path's growth is only reported: memory earlier
-    // tests freed to the allocator may absorb part of it.)
-    CHECK(direct <= packed_kib + 8 * 1024);
+    // tests freed to the allocator may absorb part of it.) Under a sanitizer
+    // the quarantine keeps freed memory resident, so only printed (as the
+    // file's top says): on the AVX-512 EPYC (bf16 on oneDNN's brgemm)
+    // ASan's figure was 27.3 MiB, 20.4 without it.
+    if (!SWIGLU_TEST_SANITIZED) CHECK(direct <= packed_kib + 8 * 1024);
 }
 
 TEST_CASE("a block too large to allocate fails with a clear error and reads nothing") {

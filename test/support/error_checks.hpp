@@ -20,10 +20,13 @@ void expect_error(F&& f, Status status, std::initializer_list<std::string> needl
         f();
         FAIL("no error thrown");
     } catch (const Error& e) {
-        CAPTURE(e.what());
+        const std::string message = e.what();  // a string: CAPTURE prints its text
+        CAPTURE(message);
         CHECK(e.status() == status);
-        for (const std::string& needle : needles)
-            CHECK(std::string(e.what()).find(needle) != std::string::npos);
+        for (const std::string& needle : needles) {
+            CAPTURE(needle);
+            CHECK(message.find(needle) != std::string::npos);
+        }
     }
 }
 

@@ -11,11 +11,11 @@
 // act rounded to bf16 instead of quantised: what the weights hold is exact
 // in f32 (q * d), and bf16 keeps 8 of its up to 19 significant bits (2^-9
 // relative, as the bf16 dtype). Elsewhere the grouped kernels run every
-// tile (2 threads, docs/measurements.md): on an AVX2 CPU the same path with
-// f32 tiles ran 1.55-1.74x slower than they do (llama7b, 64 and 512 tokens);
-// on an avx512_bf16 one, with bf16 tiles on oneDNN's avx512_core_bf16
-// brgemm, 1.3-2.6x slower than their VNNI twin (llama7b, 64-512 tokens).
-// AMX's bf16 tiles have not been measured.
+// tile: the same path ran llama7b's prefill slower than they do both on an
+// AVX2 CPU (f32 tiles) and on an avx512_bf16 one (oneDNN's avx512_core_bf16
+// brgemm against the VNNI kernels) (docs/measurements.md, "The prefill
+// crossover" and "The grouped formats' prefill path on a bf16 CPU"). AMX's
+// bf16 tiles have not been measured.
 #include <algorithm>
 #include <atomic>
 #include <cassert>

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/grouped_gemm.hpp"
+#include "kernels/grouped_prefetch.hpp"
 #include "kernels/row_passes.hpp"
 
 namespace swiglu::detail {
@@ -16,18 +17,6 @@ namespace swiglu::detail {
 namespace {
 
 constexpr int kMaxRows = 4;  // rows per pass: 4 accumulators x 2 vectors of 16 registers
-
-// A decode streams each weight once, and with this much arithmetic per
-// cache line the out-of-order window runs too few misses ahead to keep DRAM
-// busy: from DRAM one core read Q4_0 at 67-74 % of a plain read of the same
-// buffer without software prefetch, 82-89 % with it 1 KiB ahead; Q8_0 (twice
-// the bytes per instruction, twice the distance) 69-91 % -> 87-100 %
-// (docs/measurements.md). Every line of a record is prefetched.
-template <std::size_t kRecord, std::size_t kDistance>
-inline void prefetch_ahead(const std::uint8_t* record) {
-    for (std::size_t o = 0; o < kRecord; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(record + kDistance + o), _MM_HINT_T0);
-}
 
 // Keeps a running sum in a register at this point: without it GCC computes
 // every product of a block first (reassociating the chain of adds into a
@@ -118,11 +107,9 @@ template <int R>
 }
 
 // Groups a 1-row pass (decode) reads side by side: G streams per core keep
-// DRAM busier than one, as in the DRAM probe and the panel kernels. llama7b,
-// 1 token, old vs new alternated, three rounds (docs/measurements.md): Q4_0
-// over 4 groups 1.08-1.35x on 1 thread, 1.07-1.33x on 2; Q8_0 (twice the
-// bytes per record) over 2 groups 1.09-1.15x on 2 threads, where 4 were not
-// faster.
+// DRAM busier than one, as in the DRAM probe and the panel kernels; Q8_0
+// (twice the bytes per record) was no faster over 4 than over 2
+// (docs/measurements.md, "Decode on the grouped kernels").
 template <GroupedFormat kFormat>
 constexpr int kDecodeGroups = kFormat == GroupedFormat::q4_0 ? 4 : 2;
 
@@ -133,7 +120,6 @@ template <GroupedFormat kFormat, int R, int G = 1>
 void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlock* x,
           std::int64_t x_stride, float* y, std::int64_t ldy) {
     constexpr std::size_t kRecord = record_bytes(kFormat);
-    constexpr std::size_t kPrefetch = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
     const std::int64_t groups = column_groups(n);
     const std::int64_t stride = nb * static_cast<std::int64_t>(kRecord);
     std::int64_t g = 0;
@@ -145,7 +131,7 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
         for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
             for (int q = 0; q < G; ++q) {
                 const std::uint8_t* rq = record + q * stride;
-                prefetch_ahead<kRecord, kPrefetch>(rq);
+                prefetch_ahead<kFormat>(rq);
                 __m256i sums[R];
                 if constexpr (kFormat == GroupedFormat::q8_0)
                     block_sums_q8_0<R>(rq, x, x_stride, b, sums);

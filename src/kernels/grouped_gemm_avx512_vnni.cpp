@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "kernels/grouped_gemm.hpp"
+#include "kernels/grouped_prefetch.hpp"
 #include "kernels/row_passes.hpp"
 
 namespace swiglu::detail {
@@ -26,14 +27,6 @@ namespace {
 // Rows per pass: 8 f32 and 8 s32 accumulators of the 32 zmm registers, the
 // rest for the weights, their nibbles and the broadcasts.
 constexpr int kMaxRows = 8;
-
-// Prefetch as the AVX2 kernels (grouped_gemm_avx2_fma.cpp, measured there):
-// every line of a record, 1 KiB (Q4_0) or 2 KiB (Q8_0) ahead in its stream.
-template <std::size_t kRecord, std::size_t kDistance>
-inline void prefetch_ahead(const std::uint8_t* record) {
-    for (std::size_t o = 0; o < kRecord; o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(record + kDistance + o), _MM_HINT_T0);
-}
 
 // 32 bytes of a group's record at p and the same 32 of its partner's at
 // p + partner (0: a last group alone, whose upper lanes are then computed
@@ -108,14 +101,11 @@ template <int R>
 }
 
 // Pairs of groups a pass of few rows reads side by side: 4 streams per
-// core, where so few rows leave the weight stream short of DRAM's rate.
-// llama7b, alternated, three rounds on an AVX-512 EPYC (docs/measurements.md):
-// 1 token, Q8_0 over 2 pairs instead of 1 ran 1.03-1.14x faster on 1 thread
-// and 1.03-1.09x on 2 (Q4_0 over 4 instead of 2 was no faster: 0.87-1.10x);
-// 2-3 tokens over 2 pairs instead of 1: Q4_0 1.26-1.44x, Q8_0 1.0-1.11x.
-// But Q8_0's 3-row pass over 2 pairs ran 1.1-1.3x slower in cache (its
-// records are twice Q4_0's bytes), and 4 rows over 2 pairs were not faster
-// for either (0.96-1.15x; 1.2x slower in cache).
+// core, where so few rows leave one weight stream short of DRAM's rate.
+// Alternated runs on an AVX-512 EPYC (docs/measurements.md, "The grouped
+// kernels for AVX-512 with VNNI") chose these: 1-3 rows (Q8_0: 1-2) over 2
+// pairs, the rest over 1. More pairs or more rows over 2 pairs were no
+// faster from DRAM and slower in cache (Q8_0's records are twice Q4_0's).
 constexpr int kNarrowPairs = 2;
 template <GroupedFormat kFormat>
 constexpr int kNarrowRows = kFormat == GroupedFormat::q4_0 ? 3 : 2;
@@ -128,7 +118,6 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
            const ActBlock* x, std::int64_t x_stride, float* y, std::int64_t ldy, std::int64_t c0,
            std::int64_t n) {
     constexpr std::size_t kRecord = record_bytes(kFormat);
-    constexpr std::size_t kPrefetch = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
     __m512 acc[G][R];
     for (int q = 0; q < G; ++q)
         for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
@@ -136,8 +125,8 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
     for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
         for (int q = 0; q < G; ++q) {
             const std::uint8_t* rq = record + 2 * q * stride;
-            prefetch_ahead<kRecord, kPrefetch>(rq);
-            prefetch_ahead<kRecord, kPrefetch>(rq + partner);
+            prefetch_ahead<kFormat>(rq);
+            prefetch_ahead<kFormat>(rq + partner);
             __m512i sums[R];
             if constexpr (kFormat == GroupedFormat::q8_0)
                 block_sums_q8_0<R>(rq, partner, x, x_stride, b, sums);

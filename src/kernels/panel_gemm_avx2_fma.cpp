@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/panel_gemm.hpp"
+#include "kernels/row_passes.hpp"
 
 namespace swiglu::detail {
 
@@ -92,12 +93,11 @@ void panel_rows(const T* panel, std::int64_t k, std::int64_t stride, const float
 }
 
 // Panels a tile's only pass runs over at once when it has 1 or 2 rows
-// (decode). One or two rows over one panel do too few fmas per byte for
-// one reader to keep DRAM busy; 4 or 2 panels read side by side (like the
-// DRAM probe's 2 and 4 streams per thread) ran llama7b's f32 block at 1
-// token 1.17-1.33x faster on 1 thread (docs/measurements.md). Each lane's
-// fma chain, so every bit, is that of one panel at a time. Passes after a
-// first one read the panel from cache: they keep one.
+// (decode): one or two rows over one panel do too few fmas per byte for one
+// reader to keep DRAM busy, and 4 or 2 panels read side by side (like the
+// DRAM probe's streams) were faster (docs/measurements.md, "Decode on
+// panels"). Each lane's fma chain, so every bit, is that of one panel at a
+// time. Passes after a first one read the panel from cache: they keep one.
 constexpr int panels_per_pass(int rows) { return rows == 1 ? 4 : rows == 2 ? 2 : 1; }
 
 // How a pass reads its panel: from cache (a pass after a tile's first),
@@ -121,43 +121,21 @@ void pass(Read read, const T* panel, std::int64_t k, const float* x, std::int64_
     }
 }
 
-// The rows left after the passes of kMaxRows (1 to kMaxRows - 1).
-template <class T>
-void last_pass(std::int64_t rows, Read read, const T* panel, std::int64_t k, const float* x,
-               std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
-    switch (rows) {
-        case 5: pass<T, 5>(read, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 4: pass<T, 4>(read, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 3: pass<T, 3>(read, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 2: pass<T, 2>(read, panel, k, x, ldx, y, ldy, c0, n); break;
-        case 1: pass<T, 1>(read, panel, k, x, ldx, y, ldy, c0, n); break;
-        default: break;
-    }
-}
-
 template <class T>
 void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
           std::int64_t rows, float* y, std::int64_t ldy) noexcept {
-    const std::int64_t full = rows / kMaxRows * kMaxRows, rest = rows - full;
     const std::int64_t panels = panel_count(n), stride = k * kPanelColumns;
     // 1 or 2 rows: one pass, over groups of panels (the last ones alone).
-    const std::int64_t group = full == 0 ? panels_per_pass(static_cast<int>(rest)) : 1;
-    const float* xr = x + full * ldx;
-    float* yr = y + full * ldy;
+    const std::int64_t group = rows < kMaxRows ? panels_per_pass(static_cast<int>(rows)) : 1;
     for (std::int64_t p = 0; p < panels;) {
-        const T* panel = static_cast<const T*>(tile) + p * stride;
-        const std::int64_t c0 = p * kPanelColumns;
-        if (group > 1 && p + group <= panels) {
-            last_pass<T>(rest, Read::grouped, panel, k, xr, ldx, yr, ldy, c0, n);
-            p += group;
-            continue;
-        }
-        for (std::int64_t m = 0; m < full; m += kMaxRows)
-            pass<T, kMaxRows>(m == 0 ? Read::streamed : Read::cached, panel, k, x + m * ldx, ldx,
-                              y + m * ldy, ldy, c0, n);
-        last_pass<T>(rest, full == 0 ? Read::streamed : Read::cached, panel, k, xr, ldx, yr, ldy,
-                     c0, n);
-        ++p;
+        const bool grouped = group > 1 && p + group <= panels;
+        row_passes<kMaxRows>(rows, [&](auto height, std::int64_t m) {
+            const Read read = m > 0 ? Read::cached : grouped ? Read::grouped : Read::streamed;
+            pass<T, decltype(height)::value>(read, static_cast<const T*>(tile) + p * stride, k,
+                                             x + m * ldx, ldx, y + m * ldy, ldy, p * kPanelColumns,
+                                             n);
+        });
+        p += grouped ? group : 1;
     }
 }
 

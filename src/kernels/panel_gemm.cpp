@@ -42,7 +42,7 @@ void unpack_f32_panels(const void* tile, std::int64_t k, std::int64_t n, float* 
 }
 
 Isa panel_kernels_isa(Isa isa) noexcept {
-    return isa == Isa::avx512 || isa == Isa::avx2_fma ? Isa::avx2_fma : Isa::scalar;
+    return isa == Isa::avx512 || isa == Isa::avx2_fma ? isa : Isa::scalar;
 }
 
 PanelKernels panel_kernels(Isa isa) noexcept {
@@ -50,6 +50,7 @@ PanelKernels panel_kernels(Isa isa) noexcept {
         case Isa::scalar: return panel_kernels_scalar();
 #if SWIGLU_X86
         case Isa::avx2_fma: return panel_kernels_avx2_fma();
+        case Isa::avx512: return panel_kernels_avx512();
 #endif
         default: return PanelKernels{};
     }

@@ -3,9 +3,11 @@
 // f32, which up to 6 rows multiply-add into 12 accumulators; rows in groups
 // of 6 pass over a panel while it stays in cache, so a tile leaves memory
 // once; 1 or 2 rows alone read 4 or 2 panels side by side. Bits as the
-// scalar reference (panel_gemm.hpp): one fma per input, in order, per lane.
+// scalar reference (panel_gemm.hpp): one fma per input, in order, per lane,
+// block by block.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "kernels/panel_gemm.hpp"
@@ -31,17 +33,25 @@ inline void load_row(const std::uint16_t* row, __m256& lo, __m256& hi) {
     hi = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(b), 16));
 }
 
-// Columns [c0, c0 + 16) of one output row (fewer in a last, partial panel).
-inline void store_panel(__m256 lo, __m256 hi, float* row, std::int64_t c0, std::int64_t n) {
+// Columns [c0, c0 + 16) of one output row (fewer in a last, partial
+// panel): lo|hi, or what they hold + lo|hi (`add`: a block after the first).
+inline void store_panel(__m256 lo, __m256 hi, bool add, float* row, std::int64_t c0,
+                        std::int64_t n) {
     if (n - c0 >= kPanelColumns) {
+        if (add) {
+            lo = _mm256_add_ps(_mm256_loadu_ps(row + c0), lo);
+            hi = _mm256_add_ps(_mm256_loadu_ps(row + c0 + 8), hi);
+        }
         _mm256_storeu_ps(row + c0, lo);
         _mm256_storeu_ps(row + c0 + 8, hi);
         return;
     }
-    alignas(32) float lanes[kPanelColumns];
-    _mm256_store_ps(lanes, lo);
-    _mm256_store_ps(lanes + 8, hi);
-    std::memcpy(row + c0, lanes, static_cast<std::size_t>(n - c0) * sizeof(float));
+    const auto bytes = static_cast<std::size_t>(n - c0) * sizeof(float);
+    alignas(32) float lanes[kPanelColumns] = {};
+    if (add) std::memcpy(lanes, row + c0, bytes);
+    _mm256_store_ps(lanes, add ? _mm256_add_ps(_mm256_load_ps(lanes), lo) : lo);
+    _mm256_store_ps(lanes + 8, add ? _mm256_add_ps(_mm256_load_ps(lanes + 8), hi) : hi);
+    std::memcpy(row + c0, lanes, bytes);
 }
 
 // A decode reads each panel once with little arithmetic per byte: software
@@ -58,38 +68,42 @@ void panel_rows(const T* panel, std::int64_t k, std::int64_t stride, const float
     // Every loop over r and q is unrolled: a rolled one indexes acc at run
     // time, and GCC then keeps acc in memory, stored on every input (a third
     // of the speed).
-    __m256 acc[R][G][2];
+    for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock) {
+        const std::int64_t i1 = std::min(k, i0 + kPanelBlock);
+        __m256 acc[R][G][2];
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
+        for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int q = 0; q < G; ++q) acc[r][q][0] = acc[r][q][1] = _mm256_setzero_ps();
-    for (std::int64_t i = 0; i < k; ++i) {
-        const T* row = panel + i * kPanelColumns;
-        // One prefetch per 64-byte line of each panel: every row (f32),
-        // every other (bf16).
-        if (kStream && (i * kRowBytes) % 64 == 0)
+            for (int q = 0; q < G; ++q) acc[r][q][0] = acc[r][q][1] = _mm256_setzero_ps();
+        for (std::int64_t i = i0; i < i1; ++i) {
+            const T* row = panel + i * kPanelColumns;
+            // One prefetch per 64-byte line of each panel: every row (f32),
+            // every other (bf16).
+            if (kStream && (i * kRowBytes) % 64 == 0)
 #pragma GCC unroll 4
-            for (int q = 0; q < G; ++q)
-                _mm_prefetch(reinterpret_cast<const char*>(row + q * stride) + kPrefetchBytes,
-                             _MM_HINT_T0);
-        __m256 lo[G], hi[G];
+                for (int q = 0; q < G; ++q)
+                    _mm_prefetch(reinterpret_cast<const char*>(row + q * stride) + kPrefetchBytes,
+                                 _MM_HINT_T0);
+            __m256 lo[G], hi[G];
 #pragma GCC unroll 4
-        for (int q = 0; q < G; ++q) load_row(row + q * stride, lo[q], hi[q]);
+            for (int q = 0; q < G; ++q) load_row(row + q * stride, lo[q], hi[q]);
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r) {
-            const __m256 b = _mm256_broadcast_ss(x + r * ldx + i);
+            for (int r = 0; r < R; ++r) {
+                const __m256 b = _mm256_broadcast_ss(x + r * ldx + i);
 #pragma GCC unroll 4
-            for (int q = 0; q < G; ++q) {
-                acc[r][q][0] = _mm256_fmadd_ps(b, lo[q], acc[r][q][0]);
-                acc[r][q][1] = _mm256_fmadd_ps(b, hi[q], acc[r][q][1]);
+                for (int q = 0; q < G; ++q) {
+                    acc[r][q][0] = _mm256_fmadd_ps(b, lo[q], acc[r][q][0]);
+                    acc[r][q][1] = _mm256_fmadd_ps(b, hi[q], acc[r][q][1]);
+                }
             }
         }
-    }
 #pragma GCC unroll 8
-    for (int r = 0; r < R; ++r)
+        for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-        for (int q = 0; q < G; ++q)
-            store_panel(acc[r][q][0], acc[r][q][1], y + r * ldy, c0 + q * kPanelColumns, n);
+            for (int q = 0; q < G; ++q)
+                store_panel(acc[r][q][0], acc[r][q][1], i0 > 0, y + r * ldy, c0 + q * kPanelColumns,
+                            n);
+    }
 }
 
 // Panels a tile's only pass runs over at once when it has 1 or 2 rows

@@ -1,5 +1,6 @@
 // The reference panel kernels: panel_gemm.hpp's numerics, one element at a
-// time (std::fma in input order). Built with -ffp-contract=off.
+// time (std::fma in input order, block by block). Built with
+// -ffp-contract=off.
 #include <cmath>
 
 #include "common/half.hpp"
@@ -22,12 +23,13 @@ void gemm(const void* tile_, std::int64_t k, std::int64_t n, const float* x, std
           std::int64_t rows, float* y, std::int64_t ldy) noexcept {
     const T* tile = static_cast<const T*>(tile_);
     for (std::int64_t m = 0; m < rows; ++m)
-        for (std::int64_t c = 0; c < n; ++c) {
-            float acc = 0.0f;
-            for (std::int64_t i = 0; i < k; ++i)
-                acc = std::fma(x[m * ldx + i], value(tile, at(k, i, c)), acc);
-            y[m * ldy + c] = acc;
-        }
+        for (std::int64_t c = 0; c < n; ++c)
+            for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock) {
+                float s = 0.0f;
+                for (std::int64_t i = i0; i < k && i < i0 + kPanelBlock; ++i)
+                    s = std::fma(x[m * ldx + i], value(tile, at(k, i, c)), s);
+                y[m * ldy + c] = i0 == 0 ? s : y[m * ldy + c] + s;
+            }
 }
 
 }  // namespace

@@ -40,12 +40,13 @@ public:
     double tile_bytes_per_weight() const override { return 4; }
     bool streams_with_one_row() const override { return true; }
     // Where the panel kernels are vector code (below AVX2 oneDNN's f32
-    // kernels are faster) and the policy allows; f32 only where oneDNN has
-    // no brgemm (no AVX-512), which outruns them (bf16 comes here only when
-    // oneDNN has no bf16 matmul).
+    // kernels are faster) and the policy allows. With AVX-512, oneDNN's f32
+    // brgemm tied the AVX-512 panel kernels from 4 to 512 tokens and ran
+    // decode 1.5-1.6x slower (docs/measurements.md, "Panel kernels for
+    // AVX-512"), so f32 comes here on every CPU with AVX2; bf16 only when
+    // oneDNN has no bf16 matmul (precision_candidates' order).
     bool accepts(const std::vector<const MatmulKernel*>&) const override {
-        if (!panels_enabled() || panel_kernels_isa() == Isa::scalar) return false;
-        return type_ == PanelType::bf16 || best_isa() != Isa::avx512;
+        return panels_enabled() && panel_kernels_isa() != Isa::scalar;
     }
 
     bool own_kernels() const override { return true; }

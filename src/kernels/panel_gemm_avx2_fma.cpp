@@ -59,51 +59,61 @@ inline void store_panel(__m256 lo, __m256 hi, bool add, float* row, std::int64_t
 // passes over the same panel find it in cache and skip it.
 constexpr std::size_t kPrefetchBytes = 1024;
 
-// R rows over G panels, `stride` elements apart (k rows of 16 weights
-// each): y[r][c0 + 16 q .. c0 + 16 q + 16) for panel q.
+// Block [i0, i1) of the inputs for R rows over G panels, `stride` elements
+// apart (k rows of 16 weights each): y[r][c0 + 16 q .. c0 + 16 q + 16) for
+// panel q gets the block's sums (`add`: added to what it holds). Not
+// inlined into the loop over blocks: there GCC ran out of registers and
+// kept accumulators on the stack (1-2 rows at half the speed in cache).
 template <class T, int R, int G, bool kStream>
-void panel_rows(const T* panel, std::int64_t k, std::int64_t stride, const float* x,
-                std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
+[[gnu::noinline]] void block_rows(const T* panel, std::int64_t i0, std::int64_t i1,
+                                  std::int64_t stride, const float* x, std::int64_t ldx, bool add,
+                                  float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
     constexpr std::int64_t kRowBytes = kPanelColumns * sizeof(T);
     // Every loop over r and q is unrolled: a rolled one indexes acc at run
     // time, and GCC then keeps acc in memory, stored on every input (a third
     // of the speed).
-    for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock) {
-        const std::int64_t i1 = std::min(k, i0 + kPanelBlock);
-        __m256 acc[R][G][2];
+    __m256 acc[R][G][2];
 #pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
+    for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
-            for (int q = 0; q < G; ++q) acc[r][q][0] = acc[r][q][1] = _mm256_setzero_ps();
-        for (std::int64_t i = i0; i < i1; ++i) {
-            const T* row = panel + i * kPanelColumns;
-            // One prefetch per 64-byte line of each panel: every row (f32),
-            // every other (bf16).
-            if (kStream && (i * kRowBytes) % 64 == 0)
-#pragma GCC unroll 4
-                for (int q = 0; q < G; ++q)
-                    _mm_prefetch(reinterpret_cast<const char*>(row + q * stride) + kPrefetchBytes,
-                                 _MM_HINT_T0);
-            __m256 lo[G], hi[G];
-#pragma GCC unroll 4
-            for (int q = 0; q < G; ++q) load_row(row + q * stride, lo[q], hi[q]);
-#pragma GCC unroll 8
-            for (int r = 0; r < R; ++r) {
-                const __m256 b = _mm256_broadcast_ss(x + r * ldx + i);
-#pragma GCC unroll 4
-                for (int q = 0; q < G; ++q) {
-                    acc[r][q][0] = _mm256_fmadd_ps(b, lo[q], acc[r][q][0]);
-                    acc[r][q][1] = _mm256_fmadd_ps(b, hi[q], acc[r][q][1]);
-                }
-            }
-        }
-#pragma GCC unroll 8
-        for (int r = 0; r < R; ++r)
+        for (int q = 0; q < G; ++q) acc[r][q][0] = acc[r][q][1] = _mm256_setzero_ps();
+    for (std::int64_t i = i0; i < i1; ++i) {
+        const T* row = panel + i * kPanelColumns;
+        // One prefetch per 64-byte line of each panel: every row (f32),
+        // every other (bf16).
+        if (kStream && (i * kRowBytes) % 64 == 0)
 #pragma GCC unroll 4
             for (int q = 0; q < G; ++q)
-                store_panel(acc[r][q][0], acc[r][q][1], i0 > 0, y + r * ldy, c0 + q * kPanelColumns,
-                            n);
+                _mm_prefetch(reinterpret_cast<const char*>(row + q * stride) + kPrefetchBytes,
+                             _MM_HINT_T0);
+        __m256 lo[G], hi[G];
+#pragma GCC unroll 4
+        for (int q = 0; q < G; ++q) load_row(row + q * stride, lo[q], hi[q]);
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r) {
+            const __m256 b = _mm256_broadcast_ss(x + r * ldx + i);
+#pragma GCC unroll 4
+            for (int q = 0; q < G; ++q) {
+                acc[r][q][0] = _mm256_fmadd_ps(b, lo[q], acc[r][q][0]);
+                acc[r][q][1] = _mm256_fmadd_ps(b, hi[q], acc[r][q][1]);
+            }
+        }
     }
+#pragma GCC unroll 8
+    for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+        for (int q = 0; q < G; ++q)
+            store_panel(acc[r][q][0], acc[r][q][1], add, y + r * ldy, c0 + q * kPanelColumns, n);
+}
+
+// R rows over G panels: y[r][c0 + 16 q .. c0 + 16 q + 16) for panel q,
+// block by block (panel_gemm.hpp's numerics).
+template <class T, int R, int G, bool kStream>
+void panel_rows(const T* panel, std::int64_t k, std::int64_t stride, const float* x,
+                std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
+    for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock)
+        block_rows<T, R, G, kStream>(panel, i0, std::min(k, i0 + kPanelBlock), stride, x, ldx,
+                                     i0 > 0, y, ldy, c0, n);
 }
 
 // Panels a tile's only pass runs over at once when it has 1 or 2 rows

@@ -1,7 +1,8 @@
-// f32 and bf16 on panel kernels of our own (kernels/panel_gemm.hpp), for the
-// CPUs oneDNN 2.6 serves poorly: without AVX-512 it has no brgemm (its
-// gemm:jit reads our row-major tiles 128 bytes at a time) and no bf16
-// matmul at all (then bf16 weights would be read as f32, 4 bytes each).
+// f32 and bf16 on panel kernels of our own (kernels/panel_gemm.hpp), where
+// oneDNN 2.6 serves poorly: without AVX-512 it has no brgemm (its gemm:jit
+// reads our row-major tiles 128 bytes at a time) and no bf16 matmul at all
+// (then bf16 weights would be read as f32, 4 bytes each); with AVX-512 its
+// f32 brgemm decodes slower than they do.
 // The panel kernels run every row tile: a prefill path (64-row tiles
 // unpacked to f32 for oneDNN's kernel, as the grouped formats have) was
 // built and measured no faster at 64 and 512 tokens, and slower where the
@@ -41,9 +42,10 @@ public:
     bool streams_with_one_row() const override { return true; }
     // Where the panel kernels are vector code (below AVX2 oneDNN's f32
     // kernels are faster) and the policy allows. With AVX-512, oneDNN's f32
-    // brgemm tied the AVX-512 panel kernels from 4 to 512 tokens and ran
-    // decode 1.5-1.6x slower (docs/measurements.md, "Panel kernels for
-    // AVX-512"), so f32 comes here on every CPU with AVX2; bf16 only when
+    // brgemm ran decode 1.5-1.6x slower than the AVX-512 panel kernels, 4-32
+    // tokens up to 1.35x slower, and 64-512 tokens level
+    // (docs/measurements.md, "Panel kernels for AVX-512" and the section
+    // after it), so f32 comes here on every CPU with AVX2; bf16 only when
     // oneDNN has no bf16 matmul (precision_candidates' order).
     bool accepts(const std::vector<const MatmulKernel*>&) const override {
         return panels_enabled() && panel_kernels_isa() != Isa::scalar;

@@ -1,8 +1,9 @@
 // Weights in panels, and the kernels that stream them, for the row tiles
-// oneDNN 2.6 serves poorly on CPUs without AVX-512 (no brgemm there: its
-// gemm:jit reads row-major tiles 128 bytes at a time and reaches 40-64 % of
-// what decode and batched decode allow) and for bf16 where it has no bf16
-// matmul at all (then bf16 weights cost 2 bytes each to read, not 4).
+// oneDNN 2.6 serves poorly: f32 decode and batched decode (without AVX-512
+// it has no brgemm, and its gemm:jit reads row-major tiles 128 bytes at a
+// time: 40-64 % of what they allow; with it, its brgemm tiles decode 1.5x
+// slower than these kernels), and bf16 where it has no bf16 matmul at all
+// (then bf16 weights cost 2 bytes each to read, not 4).
 //
 // Layout of a (k x n) tile: panels of kPanelColumns output columns, panel p
 // holding columns [16 p, 16 p + 16) for every input in order: element (i, j)

@@ -42,8 +42,8 @@ public:
     bool streams_with_one_row() const override { return true; }
     // Where the panel kernels are vector code (below AVX2 oneDNN's f32
     // kernels are faster) and the policy allows. With AVX-512, oneDNN's f32
-    // brgemm ran decode 1.5-1.6x slower than the AVX-512 panel kernels, 4-32
-    // tokens up to 1.35x slower, and 64-512 tokens level
+    // brgemm ran decode and 4-32 tokens slower than the AVX-512 panel
+    // kernels, and 64-512 tokens level
     // (docs/measurements.md, "Panel kernels for AVX-512" and the section
     // after it), so f32 comes here on every CPU with AVX2; bf16 only when
     // oneDNN has no bf16 matmul (precision_candidates' order).

@@ -1,9 +1,8 @@
 // Weights in panels, and the kernels that stream them, for the row tiles
 // oneDNN 2.6 serves poorly: f32 decode and batched decode (without AVX-512
 // it has no brgemm, and its gemm:jit reads row-major tiles 128 bytes at a
-// time: 40-64 % of what they allow; with it, its brgemm tiles decode 1.5x
-// slower than these kernels), and bf16 where it has no bf16 matmul at all
-// (then bf16 weights cost 2 bytes each to read, not 4).
+// time; with it, its brgemm tiles decode slower than these kernels), and bf16 where it has no bf16
+// matmul at all (then bf16 weights cost 2 bytes each to read, not 4).
 //
 // Layout of a (k x n) tile: panels of kPanelColumns output columns, panel p
 // holding columns [16 p, 16 p + 16) for every input in order: element (i, j)
@@ -15,10 +14,10 @@
 // blocks of kPanelBlock inputs in order (the last one shorter),
 //   s = 0; for i in the block, in order: s = fma(x[m][i], w[i][c], s)
 //   y[m][c] = s for the first block, y[m][c] + s after it
-// in f32, w exact (bf16 widened). One chain of k fmas was 1.8x less
-// accurate at k = 1024 (cyber's down matmul: 1.03-1.10e-6 of max |y| from
-// the float64 block, 3.7e-7 with these blocks; oneDNN's tiles 5.5-5.9e-7),
-// over the 1e-6 that the seed modules are held to. For bf16 numerics x
+// in f32, w exact (bf16 widened). One chain of k fmas put cyber's block
+// (k = 1024) over the 1e-6 of max |y| that the seed modules are held to;
+// blocks bring it well under (docs/measurements.md, "The panel kernels'
+// accuracy: blocks of 128 inputs"). For bf16 numerics x
 // should hold bf16-rounded values; the kernels take any f32.
 #pragma once
 
@@ -34,6 +33,9 @@ enum class PanelType { f32, bf16 };
 inline constexpr std::int64_t kPanelColumns = 16;
 // Inputs per block of the accumulation (numerics above).
 inline constexpr std::int64_t kPanelBlock = 128;
+// How far ahead (bytes) a kernel's only pass over a panel (decode)
+// prefetches it: DRAM stays busy though the pass does few fmas per byte.
+inline constexpr std::int64_t kPanelPrefetchBytes = 1024;
 
 inline constexpr std::int64_t panel_count(std::int64_t n) {
     return (n + kPanelColumns - 1) / kPanelColumns;

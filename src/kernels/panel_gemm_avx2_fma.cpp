@@ -54,16 +54,12 @@ inline void store_panel(__m256 lo, __m256 hi, bool add, float* row, std::int64_t
     std::memcpy(row + c0, lanes, bytes);
 }
 
-// A decode reads each panel once with little arithmetic per byte: software
-// prefetch 1 KiB ahead keeps DRAM busy (as in the grouped kernels). Later
-// passes over the same panel find it in cache and skip it.
-constexpr std::size_t kPrefetchBytes = 1024;
-
 // Block [i0, i1) of the inputs for R rows over G panels, `stride` elements
 // apart (k rows of 16 weights each): y[r][c0 + 16 q .. c0 + 16 q + 16) for
 // panel q gets the block's sums (`add`: added to what it holds). Not
 // inlined into the loop over blocks: there GCC ran out of registers and
-// kept accumulators on the stack (1-2 rows at half the speed in cache).
+// kept accumulators on the stack (docs/measurements.md, "The AVX2 panel
+// kernels after the change of numerics").
 template <class T, int R, int G, bool kStream>
 [[gnu::noinline]] void block_rows(const T* panel, std::int64_t i0, std::int64_t i1,
                                   std::int64_t stride, const float* x, std::int64_t ldx, bool add,
@@ -79,12 +75,13 @@ template <class T, int R, int G, bool kStream>
         for (int q = 0; q < G; ++q) acc[r][q][0] = acc[r][q][1] = _mm256_setzero_ps();
     for (std::int64_t i = i0; i < i1; ++i) {
         const T* row = panel + i * kPanelColumns;
-        // One prefetch per 64-byte line of each panel: every row (f32),
-        // every other (bf16).
+        // A tile's first pass prefetches (kPanelPrefetchBytes ahead; later
+        // passes find the panel in cache): one prefetch per 64-byte line of
+        // each panel, every row (f32), every other (bf16).
         if (kStream && (i * kRowBytes) % 64 == 0)
 #pragma GCC unroll 4
             for (int q = 0; q < G; ++q)
-                _mm_prefetch(reinterpret_cast<const char*>(row + q * stride) + kPrefetchBytes,
+                _mm_prefetch(reinterpret_cast<const char*>(row + q * stride) + kPanelPrefetchBytes,
                              _MM_HINT_T0);
         __m256 lo[G], hi[G];
 #pragma GCC unroll 4

@@ -45,7 +45,7 @@ inline void store_panel(__m512 v, bool add, float* row, std::int64_t c0, std::in
 // pf_ahead bytes ahead (those whose index is pf_phase modulo pf_passes), so
 // DRAM stays busy while later passes compute from cache. Prefetching only
 // in a block's first pass (1 KiB ahead, as the AVX2 kernels) left memory
-// idle in the others: 1 thread from DRAM, 16 rows 117 GFLOP/s, now 149.
+// idle in the others (docs/measurements.md, "Passes block by block").
 template <class T, int R, int G>
 void block_rows(const T* panel, std::int64_t i0, std::int64_t i1, std::int64_t stride,
                 const float* x, std::int64_t ldx, bool add, float* y, std::int64_t ldy,
@@ -96,10 +96,11 @@ void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ld
                  std::int64_t rows, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
     const std::int64_t stride = k * kPanelColumns;
     const std::int64_t passes = (rows + kRows - 1) / kRows;
-    // One pass (decode) prefetches every line 1 KiB ahead, as the AVX2
-    // kernels; more spread the next block's lines over the passes.
+    // One pass (decode) prefetches every line kPanelPrefetchBytes ahead, as
+    // the AVX2 kernels; more spread the next block's lines over the passes.
     const std::int64_t pf_ahead =
-        passes == 1 ? 1024 : kPanelBlock * kPanelColumns * static_cast<std::int64_t>(sizeof(T));
+        passes == 1 ? kPanelPrefetchBytes
+                    : kPanelBlock * kPanelColumns * static_cast<std::int64_t>(sizeof(T));
     for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock) {
         const std::int64_t i1 = std::min(k, i0 + kPanelBlock);
         row_passes<kRows>(rows, [&](auto height, std::int64_t m) {

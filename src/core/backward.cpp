@@ -38,8 +38,12 @@ int exact_rows(std::int64_t rows, int max_bucket, RowTile* tiles) {
 
 // Enough for a chunk: 4 tiles of 64 rows, or fewer and one per smaller height.
 constexpr int kMaxExactTiles = 4 + kRowBuckets;
-constexpr int kGradientTopBucket = kGradientBuckets - 1;  // kChunkRows rows
-static_assert((std::int64_t{1} << kGradientTopBucket) == kChunkRows);
+
+constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+// Phase T's tasks: this many strips, or panels, of one operand.
+constexpr std::int64_t kStripsPerPackTask = 16;
+constexpr std::int64_t kPanelsPerPackTask = 4;
 
 }  // namespace
 
@@ -57,10 +61,12 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
         make_phase_kernels(dact, 0, {}, false);
         make_phase_kernels(dx, 0, {}, false);
     }
-    make_gradient_kernels(layouts);
+    plan_gradients(layouts);
+    gradient_gemm = swiglu::detail::gradient_gemm();
     pack(block);
     std::set<std::string> impls;
     if (panel_gemm) impls.insert("f32 panels:" + std::string(isa_name(panel_kernels_isa())));
+    impls.insert("f32 gradients:" + std::string(isa_name(gradient_gemm_isa())));
     auto note = [&](const MatmulKernel& k) {
         if (!k) return;
         impls.insert(k.implementation);
@@ -69,11 +75,6 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
     for (const Phase* p : {&dact, &dx})
         for (const auto& row : p->kernels)
             for (const MatmulKernel& k : row) note(k);
-    for (const GradientKernels& set : gradient_kernels)
-        for (const auto& rows : set.k)
-            for (const auto& cols : rows)
-                for (const auto& bucket : cols)
-                    for (const MatmulKernel& k : bucket) note(k);
     for (const std::string& name : impls)
         implementation += (implementation.empty() ? "" : ",") + name;
 }
@@ -155,9 +156,8 @@ void BackwardBlock::pack(const PackedBlock& block) {
 
 // Each gradient as its weight is held: (out, in) takes dW = dOut^T @ In,
 // (in, out) dW = In^T @ dOut, with In / dOut the chunk's rows of x and
-// [dgate | dup] (gate, up) or of act and dy (down). Gate and up share
-// kernels when they share a layout.
-void BackwardBlock::make_gradient_kernels(const Layout (&layouts)[3]) {
+// [dgate | dup] (gate, up) or of act and dy (down).
+void BackwardBlock::plan_gradients(const Layout (&layouts)[3]) {
     auto tiling = [](std::int64_t n, std::int64_t width) {
         ColumnTiling t{n, std::min(width, n), 0, 0};
         t.count = (n + t.width - 1) / t.width;
@@ -178,35 +178,13 @@ void BackwardBlock::make_gradient_kernels(const Layout (&layouts)[3]) {
             g.s_stride = out_in ? d : f;
             g.b_stride = out_in ? f : d;
         }
-        g.ldb = (g.cols + 15) / 16 * 16;
-        if (g.ldb % 1024 == 0) g.ldb += 16;
         g.row_tiles = tiling(g.rows, kGradientTileRows);
         g.col_tiles = tiling(g.cols, kGradientTileCols);
-        if (role == 1 && layouts[1] == layouts[0]) {
-            g.kernel_set = gradients[0].kernel_set;
-            continue;
-        }
-        g.kernel_set = static_cast<int>(gradient_kernels.size());
-        GradientKernels& set = gradient_kernels.emplace_back();
-        const std::int64_t heights[2] = {g.row_tiles.width, g.row_tiles.tail};
-        const std::int64_t widths[2] = {g.col_tiles.width, g.col_tiles.tail};
-        for (int rt = 0; rt < 2; ++rt) {
-            if (rt == 1 && g.row_tiles.tail == g.row_tiles.width) break;
-            for (int ct = 0; ct < 2; ++ct) {
-                if (ct == 1 && g.col_tiles.tail == g.col_tiles.width) break;
-                for (int b = 0; b < kGradientBuckets; ++b)
-                    for (int acc = 0; acc < 2; ++acc)
-                        set.k[rt][ct][b][acc] =
-                            make_strided_matmul(heights[rt], std::int64_t{1} << b, widths[ct],
-                                                {kChunkRows, 1}, {g.ldb, 1}, {g.cols, 1}, acc == 1);
-            }
-        }
     }
 }
 
 BackwardWorker::BackwardWorker(const BackwardBlock& block)
     : stream(cpu_engine()),
-      gradients(block.gradient_kernels.size()),
       tile(static_cast<std::size_t>(kMaxRowTile *
                                     std::max(block.dact.columns.width, block.dx.columns.width))),
       scratchpad(block.scratchpad_bytes) {
@@ -215,13 +193,6 @@ BackwardWorker::BackwardWorker(const BackwardBlock& block)
             if (const MatmulKernel& k = block.dact.kernels[t][b]) dact[t][b].bind(k);
             if (const MatmulKernel& k = block.dx.kernels[t][b]) dx[t][b].bind(k);
         }
-    for (std::size_t s = 0; s < gradients.size(); ++s)
-        for (int rt = 0; rt < 2; ++rt)
-            for (int ct = 0; ct < 2; ++ct)
-                for (int b = 0; b < kGradientBuckets; ++b)
-                    for (int acc = 0; acc < 2; ++acc)
-                        if (const MatmulKernel& k = block.gradient_kernels[s].k[rt][ct][b][acc])
-                            gradients[s].b[rt][ct][b][acc].bind(k);
 }
 
 BackwardWorkspace::BackwardWorkspace(const BackwardBlock& block, int threads)
@@ -232,8 +203,10 @@ BackwardWorkspace::BackwardWorkspace(const BackwardBlock& block, int threads)
       act(static_cast<std::size_t>(kChunkRows * block.f)) {
     for (int role = 0; role < 3; ++role) {
         const GradientGeometry& g = block.gradients[role];
-        transposed[role] = AlignedBuffer<float>(static_cast<std::size_t>(kChunkRows * g.rows));
-        b_copy[role] = AlignedBuffer<float>(static_cast<std::size_t>(kChunkRows * g.ldb));
+        strips[role] = AlignedBuffer<float>(
+            static_cast<std::size_t>(kChunkRows * strip_count(g.rows) * kGradientStrip));
+        panels[role] = AlignedBuffer<float>(
+            static_cast<std::size_t>(kChunkRows * panel_count(g.cols) * kPanelColumns));
     }
     workers.reserve(static_cast<std::size_t>(threads));
     for (int w = 0; w < threads; ++w) workers.emplace_back(block);
@@ -267,11 +240,9 @@ struct BackwardChunk {
     bool first_chunk;
     RowTile tiles[kMaxExactTiles];  // for phases A and B
     int row_tiles = 0;
-    RowTile reduction[kGradientBuckets];  // for phase C
-    int reductions = 0;
-    std::int64_t rows = 0;        // in this chunk
-    int transpose_tasks[4] = {};  // prefix sums over the asked gradients: phase T
-    int gradient_tasks[4] = {};   // and phase C
+    std::int64_t rows = 0;       // in this chunk
+    int pack_tasks[4] = {};      // prefix sums over the asked gradients: phase T
+    int gradient_tasks[4] = {};  // and phase C
     float* gradient_out[3] = {};
     PhaseRunner runner;
 
@@ -311,58 +282,42 @@ struct BackwardChunk {
         return block.gradients[role].out_in ? input(role) : output_grad(role);
     }
 
-    // 64 columns of a gradient's S, transposed into its buffer, or of its B,
-    // copied with its padded stride.
+    // Strips of a gradient's S, or panels of its B, packed.
     void phase_t(std::int64_t task, int) {
         int role = 0;
-        while (task >= transpose_tasks[role + 1]) ++role;
+        while (task >= pack_tasks[role + 1]) ++role;
         const GradientGeometry& g = block.gradients[role];
-        std::int64_t c0 = (task - transpose_tasks[role]) * kMaxRowTile;
-        if (c0 < g.rows) {
-            const std::int64_t c1 = std::min(c0 + kMaxRowTile, g.rows);
-            const float* s = operand_s(role);
-            float* t = ws.transposed[role].data();
-            for (std::int64_t r = 0; r < rows; ++r)
-                for (std::int64_t c = c0; c < c1; ++c)
-                    t[c * kChunkRows + r] = s[r * g.s_stride + c];
+        const std::int64_t strip_tasks = ceil_div(strip_count(g.rows), kStripsPerPackTask);
+        std::int64_t t = task - pack_tasks[role];
+        if (t < strip_tasks) {
+            const std::int64_t b0 = t * kStripsPerPackTask;
+            pack_column_blocks(operand_s(role), g.s_stride, rows, g.rows, kGradientStrip, b0,
+                               std::min(b0 + kStripsPerPackTask, strip_count(g.rows)),
+                               ws.strips[role].data());
             return;
         }
-        c0 -= (g.rows + kMaxRowTile - 1) / kMaxRowTile * kMaxRowTile;
-        const std::int64_t width = std::min(kMaxRowTile, g.cols - c0);
-        const float* b = operand_b(role);
-        float* copy = ws.b_copy[role].data();
-        for (std::int64_t r = 0; r < rows; ++r)
-            std::memcpy(copy + r * g.ldb + c0, b + r * g.b_stride + c0,
-                        static_cast<std::size_t>(width) * sizeof(float));
+        const std::int64_t b0 = (t - strip_tasks) * kPanelsPerPackTask;
+        pack_column_blocks(operand_b(role), g.b_stride, rows, g.cols, kPanelColumns, b0,
+                           std::min(b0 + kPanelsPerPackTask, panel_count(g.cols)),
+                           ws.panels[role].data());
     }
 
     // One tile of one weight gradient, over the chunk's rows.
-    void phase_c(std::int64_t task, int worker) {
+    void phase_c(std::int64_t task, int) {
         int role = 0;
         while (task >= gradient_tasks[role + 1]) ++role;
         const GradientGeometry& g = block.gradients[role];
         const std::int64_t tile = task - gradient_tasks[role];
         // Consecutive tasks share the tile of the larger operand (B's
-        // columns when dW is wider than tall), which then stays in cache
-        // (llama7b's dW_down, 4096 x 11008: 66 -> 75-83 % of the peak, on
-        // one core).
+        // panels when dW is wider than tall), which then stays in cache.
         const bool columns_outer = g.cols > g.rows;
         const std::int64_t i = columns_outer ? tile % g.row_tiles.count : tile / g.col_tiles.count;
         const std::int64_t j = columns_outer ? tile / g.row_tiles.count : tile % g.col_tiles.count;
         const std::int64_t r0 = g.row_tiles.begin(i), c0 = g.col_tiles.begin(j);
-        const int rt = g.row_tiles.is_tail(i) ? 1 : 0, ct = g.col_tiles.is_tail(j) ? 1 : 0;
-        const float* st = ws.transposed[role].data() + r0 * kChunkRows;
-        const float* b = ws.b_copy[role].data() + c0;
-        float* out = gradient_out[role] + r0 * g.cols + c0;
-        BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
-        const GradientKernels& set = block.gradient_kernels[static_cast<std::size_t>(g.kernel_set)];
-        auto& bindings = bw.gradients[static_cast<std::size_t>(g.kernel_set)];
-        for (int k = 0; k < reductions; ++k) {
-            const RowTile& t = reduction[k];
-            const int acc = first_chunk && k == 0 && !sink.accumulate ? 0 : 1;
-            execute_plain(set.k[rt][ct][t.bucket][acc], bindings.b[rt][ct][t.bucket][acc],
-                          bw.stream, st + t.row0, b + t.row0 * g.ldb, out, bw.scratchpad.data());
-        }
+        const bool add = !first_chunk || sink.accumulate;
+        block.gradient_gemm(ws.strips[role].data() + r0 * rows, ws.panels[role].data() + c0 * rows,
+                            rows, g.row_tiles.size(i), g.col_tiles.size(j),
+                            gradient_out[role] + r0 * g.cols + c0, g.cols, add);
     }
 
     // dx tile from [dgate | dup], into dx.
@@ -416,16 +371,15 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         BackwardChunk chunk(backward, ws, x + m0 * d, dy + m0 * d, dx + m0 * d, gate, up, sink,
                             m0 == 0);
         chunk.row_tiles = exact_rows(n, kRowBuckets - 1, chunk.tiles);
-        chunk.reductions = exact_rows(n, kGradientTopBucket, chunk.reduction);
         chunk.rows = n;
         for (int role = 0; role < 3; ++role) {
             const GradientGeometry& g = backward.gradients[role];
             const bool asked = outputs[role] != nullptr;
             chunk.gradient_out[role] = outputs[role];
-            chunk.transpose_tasks[role + 1] =
-                chunk.transpose_tasks[role] +
-                (asked ? static_cast<int>((g.rows + kMaxRowTile - 1) / kMaxRowTile +
-                                          (g.cols + kMaxRowTile - 1) / kMaxRowTile)
+            chunk.pack_tasks[role + 1] =
+                chunk.pack_tasks[role] +
+                (asked ? static_cast<int>(ceil_div(strip_count(g.rows), kStripsPerPackTask) +
+                                          ceil_div(panel_count(g.cols), kPanelsPerPackTask))
                        : 0);
             chunk.gradient_tasks[role + 1] =
                 chunk.gradient_tasks[role] +
@@ -433,7 +387,7 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         }
         chunk.run<&BackwardChunk::phase_a>(use, chunk.row_tiles * backward.dact.columns.count);
         if (chunk.gradient_tasks[3] > 0) {
-            chunk.run<&BackwardChunk::phase_t>(use, chunk.transpose_tasks[3]);
+            chunk.run<&BackwardChunk::phase_t>(use, chunk.pack_tasks[3]);
             chunk.run<&BackwardChunk::phase_c>(use, chunk.gradient_tasks[3]);
         }
         chunk.run<&BackwardChunk::phase_b>(use, chunk.row_tiles * backward.dx.columns.count);

@@ -15,12 +15,12 @@
 //      while it is in cache: [dgate | dup] and act rows into the chunk's
 //      buffers. gate and up come from the caller's saved activations
 //      (forward_for_backward) or are recomputed by a forward over the chunk.
-//   T  tasks = 64-column blocks: each weight gradient's operands copied, one
-//      transposed (see kGradientTileRows), one with a padded row stride
-//      (GradientGeometry).
+//   T  tasks = column blocks of each weight gradient's two operands,
+//      packed for the gradient kernel (kernels/gradient_gemm): S in
+//      strips of dW rows, B in panels of dW columns.
 //   C  tasks = tiles of each weight gradient asked for, over the chunk's
-//      rows: written by the first chunk and accumulated (oneDNN's sum
-//      post-op) after.
+//      rows, on our gradient kernel: written by the first chunk and
+//      added to after.
 //   B  tasks = d-column tile x row tile: dx's tile from [dgate | dup] and the
 //      packed [Wg^T ; Wu^T] tile. Last, so dx may be x or dy themselves.
 // Row tiles are exact powers of two (no padding rows), so every output
@@ -38,6 +38,7 @@
 #include "core/packed_block.hpp"
 #include "core/thread_pool.hpp"
 #include "core/workspace.hpp"
+#include "kernels/gradient_gemm.hpp"
 #include "kernels/panel_gemm.hpp"
 
 namespace swiglu::detail {
@@ -51,33 +52,21 @@ struct GradientSink {
     bool accumulate = false;  // add into the buffers instead of overwriting
 };
 
-// Row heights of the weight-gradient matmuls' reduction: 1 .. kChunkRows.
-inline constexpr int kGradientBuckets = 9;
-// A weight-gradient task's tile of dW: at most this many rows and columns.
-// oneDNN 2.6's gemm:jit (the f32 matmul without AVX-512) runs such tiles at
-// 65-94 % of the FMA peak on a plain (rows x k) source, against 30-40 % on
-// a transposed view of the chunk: hence the transposed copies (phase T).
-inline constexpr std::int64_t kGradientTileRows = 128;
-inline constexpr std::int64_t kGradientTileCols = 256;
+// A weight-gradient task's tile of dW: at most this many rows (whole
+// strips) and columns (whole groups of 4 panels, which the AVX-512 kernel
+// reads together). Consecutive tasks share the operand tile of the longer
+// side, so it stays in L2 (96 x 256 floats of S and B: 96 KiB and 256 KiB
+// at 256 token rows).
+inline constexpr std::int64_t kGradientTileRows = 16 * kGradientStrip;
+inline constexpr std::int64_t kGradientTileCols = 16 * kPanelColumns;
 
-// A weight gradient: dW (rows x cols) = S^T @ B over a chunk's rows, with S
-// copied transposed (rows x kChunkRows) and B copied with the row stride
-// `ldb` first: a multiple of 4 KiB (d = 4096, f = 1024) makes gemm:jit's
-// reads of B collide in the cache (34 % of the peak, 90 % with 64 bytes
-// more).
+// A weight gradient: dW (rows x cols) = S^T @ B over a chunk's rows, S and
+// B read from the chunk's rows at their row strides and packed (phase T).
 struct GradientGeometry {
     bool out_in = true;  // S = the output gradient, B = the input; else the reverse
     std::int64_t rows = 0, cols = 0;
     std::int64_t s_stride = 0, b_stride = 0;  // row strides (elements) of S and B
-    std::int64_t ldb = 0;                     // B's copy's
     ColumnTiling row_tiles, col_tiles;        // dW's tiles: the tasks
-    int kernel_set = 0;                       // BackwardBlock::gradient_kernels
-};
-
-// The kernels of one gradient geometry:
-// [last row tile][last column tile][reduction bucket][accumulate].
-struct GradientKernels {
-    MatmulKernel k[2][2][kGradientBuckets][2];
 };
 
 class BackwardBlock {
@@ -98,14 +87,14 @@ public:
     // null, and oneDNN's kernels of the phases run them.
     PanelGemm panel_gemm = nullptr;
     WeightArena arena;
-    GradientGeometry gradients[3];  // gate, up, down
-    std::vector<GradientKernels> gradient_kernels;
-    std::size_t scratchpad_bytes = 0;  // the largest any kernel needs
-    std::string implementation;        // oneDNN's, e.g. "gemm:jit,brg:avx512_core"
+    GradientGeometry gradients[3];         // gate, up, down
+    GradientGemm gradient_gemm = nullptr;  // this CPU's weight-gradient kernel
+    std::size_t scratchpad_bytes = 0;      // the largest any kernel needs
+    std::string implementation;            // oneDNN's, e.g. "gemm:jit,brg:avx512_core"
 
 private:
     void pack(const PackedBlock& block);
-    void make_gradient_kernels(const Layout (&layouts)[3]);
+    void plan_gradients(const Layout (&layouts)[3]);
 };
 
 struct BackwardWorker {
@@ -113,11 +102,7 @@ struct BackwardWorker {
 
     dnnl::stream stream;
     MatmulBinding dact[2][kRowBuckets], dx[2][kRowBuckets];  // [tail][bucket]
-    struct GradientBindings {
-        MatmulBinding b[2][2][kGradientBuckets][2];  // as GradientKernels::k
-    };
-    std::vector<GradientBindings> gradients;  // per kernel set
-    AlignedBuffer<float> tile;                // one matmul result tile
+    AlignedBuffer<float> tile;                               // one matmul result tile
     AlignedBuffer<unsigned char> scratchpad;
 };
 
@@ -126,12 +111,12 @@ struct BackwardWorker {
 struct BackwardWorkspace {
     BackwardWorkspace(const BackwardBlock& block, int threads);
 
-    AlignedBuffer<float> gate, up;       // recomputed gate and up (kChunkRows x f each)
-    AlignedBuffer<float> y;              // the recomputing forward's output (dropped)
-    AlignedBuffer<float> dgate_up;       // [dgate | dup] rows (kChunkRows x 2f)
-    AlignedBuffer<float> act;            // SiLU(gate) * up rows (kChunkRows x f)
-    AlignedBuffer<float> transposed[3];  // S^T per gradient (max(d, f) x kChunkRows)
-    AlignedBuffer<float> b_copy[3];      // B per gradient (kChunkRows x its ldb)
+    AlignedBuffer<float> gate, up;   // recomputed gate and up (kChunkRows x f each)
+    AlignedBuffer<float> y;          // the recomputing forward's output (dropped)
+    AlignedBuffer<float> dgate_up;   // [dgate | dup] rows (kChunkRows x 2f)
+    AlignedBuffer<float> act;        // SiLU(gate) * up rows (kChunkRows x f)
+    AlignedBuffer<float> strips[3];  // S per gradient, packed (kChunkRows x its rows)
+    AlignedBuffer<float> panels[3];  // B per gradient, packed (kChunkRows x its cols)
     std::vector<BackwardWorker> workers;
 };
 

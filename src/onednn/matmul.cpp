@@ -70,21 +70,6 @@ MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
                   dnnl::memory::desc({rows, n}, types.dst, tag::ab), {});
 }
 
-MatmulKernel make_strided_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
-                                 const dnnl::memory::dims& src_strides,
-                                 const dnnl::memory::dims& weights_strides,
-                                 const dnnl::memory::dims& dst_strides, bool accumulate) {
-    dnnl::primitive_attr attr;
-    if (accumulate) {
-        dnnl::post_ops sum;
-        sum.append_sum(1.0f);
-        attr.set_post_ops(sum);
-    }
-    return create(dnnl::memory::desc({m, k}, dt::f32, src_strides),
-                  dnnl::memory::desc({k, n}, dt::f32, weights_strides),
-                  dnnl::memory::desc({m, n}, dt::f32, dst_strides), attr);
-}
-
 void reorder(const void* src, const dnnl::memory::desc& from, const dnnl::memory& to) {
     try {
         OmpSerialScope serial;
@@ -102,13 +87,6 @@ void MatmulBinding::bind(const MatmulKernel& kernel) {
     src = dnnl::memory(kernel.src, cpu_engine(), DNNL_MEMORY_NONE);
     dst = dnnl::memory(kernel.dst, cpu_engine(), DNNL_MEMORY_NONE);
     scratchpad = dnnl::memory(kernel.scratchpad, cpu_engine(), DNNL_MEMORY_NONE);
-    weights = dnnl::memory(kernel.weights, cpu_engine(), DNNL_MEMORY_NONE);
-}
-
-void execute_plain(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,
-                   const void* src, const void* weights, void* dst, void* scratchpad) {
-    binding.weights.set_data_handle(const_cast<void*>(weights));
-    execute(kernel, binding, stream, binding.weights, src, dst, scratchpad);
 }
 
 void execute(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,

@@ -68,16 +68,6 @@ bool is_brgemm_kernel(const MatmulKernel& kernel);
 MatmulKernel make_matmul(std::int64_t rows, std::int64_t k, std::int64_t n,
                          const dnnl::memory::desc* packed, const MatmulTypes& types = {});
 
-// A matmul on plain strided operands, for the backward's weight gradients:
-// dst (m x n) = src (m x k) @ weights (k x n), or += with `accumulate`
-// (oneDNN's sum post-op), each a view with the given strides ({row,
-// column} in elements). Both operands change per call (execute_plain);
-// oneDNN packs what it needs into the scratchpad. Throws swiglu::Error.
-MatmulKernel make_strided_matmul(std::int64_t m, std::int64_t k, std::int64_t n,
-                                 const dnnl::memory::dims& src_strides,
-                                 const dnnl::memory::dims& weights_strides,
-                                 const dnnl::memory::dims& dst_strides, bool accumulate);
-
 // Copies data laid out as `from` at `src` into `to` (any layouts, e.g. a
 // strided view into a packed one; f32 -> bf16 rounds to nearest even).
 void reorder(const void* src, const dnnl::memory::desc& from, const dnnl::memory& to);
@@ -86,7 +76,6 @@ void reorder(const void* src, const dnnl::memory::desc& from, const dnnl::memory
 // handles are swapped per call (no allocation), and the thread's stream.
 struct MatmulBinding {
     dnnl::memory src, dst, scratchpad;
-    dnnl::memory weights;  // for make_strided_matmul's kernels (execute_plain) only
     void bind(const MatmulKernel& kernel);
     explicit operator bool() const { return static_cast<bool>(src); }
 };
@@ -94,10 +83,6 @@ struct MatmulBinding {
 // Runs `kernel` on this thread. `scratchpad` holds kernel.scratchpad_bytes.
 void execute(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,
              const dnnl::memory& weights, const void* src, void* dst, void* scratchpad);
-
-// Runs a make_strided_matmul kernel on this thread, weights given per call.
-void execute_plain(const MatmulKernel& kernel, MatmulBinding& binding, const dnnl::stream& stream,
-                   const void* src, const void* weights, void* dst, void* scratchpad);
 
 // Throws swiglu::Error for a dnnl::error, keeping oneDNN's message.
 [[noreturn]] void rethrow_dnnl(const dnnl::error& e, const char* what);

@@ -1,0 +1,48 @@
+// Packing for the weight-gradient kernels and the choice of this CPU's
+// kernel, once. Compiled with the baseline flags.
+#include "kernels/gradient_gemm.hpp"
+
+#include <cstring>
+
+namespace swiglu::detail {
+
+void pack_column_blocks(const float* matrix, std::int64_t ld, std::int64_t k, std::int64_t n,
+                        std::int64_t width, std::int64_t b0, std::int64_t b1,
+                        float* packed) noexcept {
+    for (std::int64_t b = b0; b < b1; ++b) {
+        const std::int64_t c0 = b * width;
+        const std::int64_t w = n - c0 < width ? n - c0 : width;
+        float* block = packed + b * k * width;
+        for (std::int64_t t = 0; t < k; ++t) {
+            std::memcpy(block + t * width, matrix + t * ld + c0,
+                        static_cast<std::size_t>(w) * sizeof(float));
+            std::memset(block + t * width + w, 0,
+                        static_cast<std::size_t>(width - w) * sizeof(float));
+        }
+    }
+}
+
+Isa gradient_gemm_isa(Isa isa) noexcept { return panel_kernels_isa(isa); }
+
+GradientGemm gradient_gemm(Isa isa) noexcept {
+    switch (isa) {
+        case Isa::scalar: return gradient_gemm_scalar();
+#if SWIGLU_X86
+        case Isa::avx2_fma: return gradient_gemm_avx2_fma();
+        case Isa::avx512: return gradient_gemm_avx512();
+#endif
+        default: return nullptr;
+    }
+}
+
+Isa gradient_gemm_isa() noexcept {
+    static const Isa chosen = gradient_gemm_isa(best_isa());
+    return chosen;
+}
+
+GradientGemm gradient_gemm() noexcept {
+    static const GradientGemm chosen = gradient_gemm(gradient_gemm_isa());
+    return chosen;
+}
+
+}  // namespace swiglu::detail

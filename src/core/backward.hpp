@@ -6,9 +6,10 @@
 //   dx    = [dgate | dup] @ [Wg^T ; Wu^T]       (rows, d): one matmul, k = 2f
 //   dWd = act^T @ dy,  dWg = x^T @ dgate,  dWu = x^T @ dup  (in (in, out) terms)
 //
-// In chunks of kChunkRows rows, three phases each, every matmul a oneDNN
-// primitive created once (when backward is first enabled) and run
-// single-threaded inside our pool, like the forward's:
+// In chunks of kChunkRows rows, four phases each, every matmul either our
+// own kernel (panels, gradients) or a oneDNN primitive created once (when
+// backward is first enabled), each task run single-threaded inside our
+// pool, like the forward's:
 //   A  tasks = f-column tile x row tile: dact's tile from dy and the packed
 //      Wd^T tile (oneDNN's, or our panels where the forward runs on them),
 //      then the fused SiLU*up backward (kernels/silu_mul_backward)
@@ -23,8 +24,9 @@
 //      added to after.
 //   B  tasks = d-column tile x row tile: dx's tile from [dgate | dup] and the
 //      packed [Wg^T ; Wu^T] tile. Last, so dx may be x or dy themselves.
-// Row tiles are exact powers of two (no padding rows), so every output
-// element is computed by the same primitives in the same order whatever the
+// A and B's row tiles are exact powers of two (no padding rows), and C's
+// tiles each sum the chunk's rows in one kernel call, so every output
+// element is computed by the same kernels in the same order whatever the
 // thread count: results are bit-identical for any thread count.
 #pragma once
 
@@ -90,7 +92,7 @@ public:
     GradientGeometry gradients[3];         // gate, up, down
     GradientGemm gradient_gemm = nullptr;  // this CPU's weight-gradient kernel
     std::size_t scratchpad_bytes = 0;      // the largest any kernel needs
-    std::string implementation;            // oneDNN's, e.g. "gemm:jit,brg:avx512_core"
+    std::string implementation;            // e.g. "f32 gradients:avx512,f32 panels:avx512"
 
 private:
     void pack(const PackedBlock& block);

@@ -1,9 +1,10 @@
 // The backward's weight gradients, dW (rows x cols) = S^T @ B over a chunk
 // of k token rows: an outer-product accumulation with a tile of dW in
-// registers, on operands packed per chunk (ours, not oneDNN's: its f32
-// matmul ran these 128 x 256 tiles, k = 256, at 140-170 GFLOP/s of a core's
-// 210 with every operand in cache, and about half the panels' rate inside
-// the backward; docs/measurements.md, "Weight gradients on our own kernels").
+// registers, on operands packed per chunk. Ours, not oneDNN's: its f32
+// matmul on the same tiles ran slower alone, by half at 16 token rows, and
+// cyber's gradients ran up to 3x slower per flop than dact and dx
+// (docs/measurements.md, "the backward's weight gradients on our own
+// kernel").
 //
 // Operands, packed from (k x n) row-major matrices:
 //   S in strips of kGradientStrip columns (dW's rows): strip p holds, for

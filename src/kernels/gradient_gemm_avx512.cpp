@@ -1,9 +1,10 @@
 // The weight-gradient kernel for AVX-512 (F): a strip of 6 dW rows by up to
 // 4 panels (64 columns) in 24 accumulators. Per token row: 4 panel loads, 6
 // broadcasts and 24 fmas, so the FMA units, not the loads, set the pace
-// (6 x 4 and 8 x 3 both ran at 88-90 % of a core's peak on cached operands;
-// 12 x 2 spilled). Bits as the scalar reference (gradient_gemm.hpp): one
-// fma per token row, in order, per element.
+// (8 x 3 ran level with it; 12 x 2 spilled: docs/measurements.md, "the
+// backward's weight gradients on our own kernel"). Bits as the scalar
+// reference (gradient_gemm.hpp): one fma per token row, in order, per
+// element.
 #include <immintrin.h>
 
 #include <type_traits>

@@ -23,7 +23,9 @@
 //      rows, on our gradient kernel: written by the first chunk and
 //      added to after.
 //   B  tasks = d-column tile x row tile: dx's tile from [dgate | dup] and the
-//      packed [Wg^T ; Wu^T] tile. Last, so dx may be x or dy themselves.
+//      packed [Wg^T ; Wu^T] tile. After A and T have read x and dy, so dx
+//      may be x or dy themselves; in one phase with C (their tasks
+//      interleaved for a chunk of one row tile: BackwardChunk::phase_cb).
 // A and B's row tiles are exact powers of two (no padding rows), and C's
 // tiles each sum the chunk's rows in one kernel call, so every output
 // element is computed by the same kernels in the same order whatever the

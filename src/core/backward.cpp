@@ -342,13 +342,12 @@ struct BackwardChunk {
     }
 
     // Phases C and B as one phase of n_cb tasks, n_b of them B's. B reads
-    // weights and C writes gradients, and a chunk of one row tile (a power
-    // of two up to kMaxRowTile rows) spreads B's tasks evenly among C's (slot t is B's
-    // when floor((t + 1) n_b / n_cb) steps up), so the two streams overlap:
-    // llama7b at 16 tokens, 41-46 ms against 55-64 one after the other.
-    // With more row tiles B's consecutive tasks reuse a weight tile from
-    // L2, which C's tasks between them would evict: C's first, then B's
-    // (docs/measurements.md, "Phases C and B as one").
+    // weights and C writes gradients; a chunk of one row tile (a power of
+    // two up to kMaxRowTile rows) spreads B's tasks evenly among C's (slot
+    // t is B's when floor((t + 1) n_b / n_cb) steps up), so the two
+    // streams overlap. With more row tiles B's consecutive tasks reuse a
+    // weight tile from L2, which C's tasks between them would evict: C's
+    // first, then B's (docs/measurements.md, "Phases C and B as one").
     std::int64_t n_b = 0, n_cb = 0;
     bool interleave = false;
     void phase_cb(std::int64_t task, int worker) {

@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "kernels/gradient_gemm.hpp"
+#include "kernels/row_passes.hpp"
 
 namespace swiglu::detail {
 
@@ -72,7 +73,8 @@ void strip_panels(const float* strip, const float* panel, std::int64_t k, std::i
 }
 
 // Strip by strip (the strip stays in L1 while the tile's panels stream
-// from L2), 4 panels at a time, then the rest together. Each step first
+// from L2), 4 panels at a time, then the rest together (row_passes over
+// panels). Each step first
 // prefetches the dW lines of the next step: dW is as large as the weights,
 // read and written from DRAM, and a step computes long enough for them to
 // arrive (written or added; docs/measurements.md, "Weight gradients on our
@@ -89,16 +91,8 @@ void gemm(const float* strips, const float* panels, std::int64_t k, std::int64_t
                         rows - r0 < kGradientStrip ? rows - r0 : kGradientStrip, p * kPanelColumns,
                         cols, w + r0 * ldw, ldw, add);
     };
-    for (std::int64_t r0 = 0; r0 < rows; r0 += kGradientStrip) {
-        std::int64_t p = 0;
-        for (; p + 4 <= count; p += 4) step(std::integral_constant<int, 4>{}, r0, p);
-        switch (count - p) {
-            case 3: step(std::integral_constant<int, 3>{}, r0, p); break;
-            case 2: step(std::integral_constant<int, 2>{}, r0, p); break;
-            case 1: step(std::integral_constant<int, 1>{}, r0, p); break;
-            default: break;
-        }
-    }
+    for (std::int64_t r0 = 0; r0 < rows; r0 += kGradientStrip)
+        row_passes<4>(count, [&](auto groups, std::int64_t p) { step(groups, r0, p); });
 }
 
 }  // namespace

@@ -5,11 +5,17 @@
 #include <cstring>
 
 #include "kernels/convert.hpp"
+#include "kernels/gradient_gemm.hpp"
 
 namespace swiglu::detail {
 
 void pack_panels(PanelType type, const float* plain, std::int64_t k, std::int64_t n,
                  void* tile) noexcept {
+    if (type == PanelType::f32) {  // the layout of gradient_gemm.hpp's B panels
+        pack_column_blocks(plain, n, k, n, kPanelColumns, 0, panel_count(n),
+                           static_cast<float*>(tile));
+        return;
+    }
     auto* bytes = static_cast<unsigned char*>(tile);
     const std::size_t element = panel_element_bytes(type);
     for (std::int64_t p = 0; p < panel_count(n); ++p) {
@@ -18,12 +24,8 @@ void pack_panels(PanelType type, const float* plain, std::int64_t k, std::int64_
         for (std::int64_t i = 0; i < k; ++i) {
             unsigned char* row =
                 bytes + static_cast<std::size_t>((p * k + i) * kPanelColumns) * element;
-            const float* from = plain + i * n + c0;
-            if (type == PanelType::f32)
-                std::memcpy(row, from, static_cast<std::size_t>(width) * sizeof(float));
-            else
-                to_bf16(from, reinterpret_cast<std::uint16_t*>(row),
-                        static_cast<std::size_t>(width));
+            to_bf16(plain + i * n + c0, reinterpret_cast<std::uint16_t*>(row),
+                    static_cast<std::size_t>(width));
             std::memset(row + static_cast<std::size_t>(width) * element, 0,
                         static_cast<std::size_t>(kPanelColumns - width) * element);
         }

@@ -201,7 +201,8 @@ TEST_CASE("central finite differences of L = sum(y * r)") {
 }
 
 TEST_CASE("accumulate adds into the buffers; write overwrites them") {
-    const std::int64_t d = 33, f = 61, tokens = 300;  // two chunks
+    // Three chunks: a gradient span of two (dW written), then one (added).
+    const std::int64_t d = 33, f = 61, tokens = 600;
     RandomBlock b(d, f, Layout::in_out, 51);
     const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
     const auto x = test::random_input(tokens, d, 52);
@@ -237,26 +238,30 @@ TEST_CASE("accumulate adds into the buffers; write overwrites them") {
 }
 
 TEST_CASE("dx may be x or dy itself") {
-    const std::int64_t d = 13, f = 29, tokens = 37;
+    const std::int64_t d = 13, f = 29;
     RandomBlock b(d, f, Layout::out_in, 61);
     const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
-    const auto x = test::random_input(tokens, d, 62);
-    const auto dy = test::random_input(tokens, d, 63);
-    const Result want = run_backward(ffn, x, dy, tokens);
-    Result in_x{x, want.gate, want.up, want.down};
-    ffn.backward(in_x.dx.data(), dy.data(), in_x.dx.data(), tokens,
-                 Gradients{in_x.gate.data(), in_x.up.data(), in_x.down.data()});
-    CHECK(same_bits(in_x, want));
-    Result in_dy{dy, want.gate, want.up, want.down};
-    ffn.backward(x.data(), in_dy.dx.data(), in_dy.dx.data(), tokens,
-                 Gradients{in_dy.gate.data(), in_dy.up.data(), in_dy.down.data()});
-    CHECK(same_bits(in_dy, want));
+    // 300: a chunk's dx overwrites its x and dy before its span's gradients run.
+    for (const std::int64_t tokens : {37, 300}) {
+        CAPTURE(tokens);
+        const auto x = test::random_input(tokens, d, 62);
+        const auto dy = test::random_input(tokens, d, 63);
+        const Result want = run_backward(ffn, x, dy, tokens);
+        Result in_x{x, want.gate, want.up, want.down};
+        ffn.backward(in_x.dx.data(), dy.data(), in_x.dx.data(), tokens,
+                     Gradients{in_x.gate.data(), in_x.up.data(), in_x.down.data()});
+        CHECK(same_bits(in_x, want));
+        Result in_dy{dy, want.gate, want.up, want.down};
+        ffn.backward(x.data(), in_dy.dx.data(), in_dy.dx.data(), tokens,
+                     Gradients{in_dy.gate.data(), in_dy.up.data(), in_dy.down.data()});
+        CHECK(same_bits(in_dy, want));
+    }
 }
 
 TEST_CASE("bit-identical for any thread count") {
     const std::int64_t d = 96, f = 256;
     RandomBlock b(d, f, Layout::out_in, 71);
-    for (const std::int64_t tokens : {1, 5, 64, 257}) {
+    for (const std::int64_t tokens : {1, 5, 64, 257, 600}) {
         const auto x = test::random_input(tokens, d, 72);
         const auto dy = test::random_input(tokens, d, 73);
         const Result one =

@@ -38,9 +38,9 @@ struct Operands {
           strips(std::size_t(strip_count(rows_) * kGradientStrip * k_), -9.0f),
           panels(std::size_t(panel_count(cols_) * kPanelColumns * k_), -9.0f) {
         pack_column_blocks(s.data(), lds, k, rows, kGradientStrip, 0, strip_count(rows),
-                           strips.data());
+                           strips.data(), k);
         pack_column_blocks(b.data(), ldb, k, cols, kPanelColumns, 0, panel_count(cols),
-                           panels.data());
+                           panels.data(), k);
     }
 };
 
@@ -69,7 +69,7 @@ TEST_CASE("packing places every column of the range, zero padding, nothing else"
         CAPTURE(width);
         const std::int64_t blocks = (n + width - 1) / width;
         std::vector<float> packed(std::size_t(blocks * k * width), -9.0f);
-        pack_column_blocks(m.data(), ld, k, n, width, 1, blocks, packed.data());
+        pack_column_blocks(m.data(), ld, k, n, width, 1, blocks, packed.data(), k);
         for (std::int64_t b = 0; b < blocks; ++b)
             for (std::int64_t t = 0; t < k; ++t)
                 for (std::int64_t j = 0; j < width; ++j) {
@@ -82,6 +82,22 @@ TEST_CASE("packing places every column of the range, zero padding, nothing else"
                     else
                         CHECK(v == 0.0f);
                 }
+    }
+}
+
+TEST_CASE("token rows packed in ranges into longer blocks equal one packing of them all") {
+    // As the backward packs a span: each chunk's rows at their offset.
+    const std::int64_t k = 11, n = 37, ld = 40, split = 4;
+    const auto m = swiglu::test::uniform(std::size_t(k * ld), 1.0f, 5);
+    for (std::int64_t width : {kGradientStrip, kPanelColumns}) {
+        CAPTURE(width);
+        const std::int64_t blocks = (n + width - 1) / width;
+        std::vector<float> whole(std::size_t(blocks * k * width), -9.0f), pieces(whole);
+        pack_column_blocks(m.data(), ld, k, n, width, 0, blocks, whole.data(), k);
+        pack_column_blocks(m.data(), ld, split, n, width, 0, blocks, pieces.data(), k);
+        pack_column_blocks(m.data() + split * ld, ld, k - split, n, width, 0, blocks,
+                           pieces.data() + split * width, k);
+        CHECK(pieces == whole);
     }
 }
 
@@ -150,9 +166,9 @@ TEST_CASE("NaN and inf in an operand stay in their own outputs") {
         o.s[std::size_t(2 * o.lds + 5)] = NAN;        // dW row 5
         o.b[std::size_t(6 * o.ldb + 17)] = INFINITY;  // dW column 17
         pack_column_blocks(o.s.data(), o.lds, o.k, o.rows, kGradientStrip, 0, strip_count(o.rows),
-                           o.strips.data());
+                           o.strips.data(), o.k);
         pack_column_blocks(o.b.data(), o.ldb, o.k, o.cols, kPanelColumns, 0, panel_count(o.cols),
-                           o.panels.data());
+                           o.panels.data(), o.k);
         const auto w = run(gemm, o, false, 0.0f);
         for (std::int64_t r = 0; r < o.rows; ++r)
             for (std::int64_t c = 0; c < o.cols; ++c) {

@@ -155,7 +155,7 @@ void BackwardBlock::pack(const PackedBlock& block) {
 }
 
 // Each gradient as its weight is held: (out, in) takes dW = dOut^T @ In,
-// (in, out) dW = In^T @ dOut, with In / dOut the chunk's rows of x and
+// (in, out) dW = In^T @ dOut, with In / dOut the span's rows of x and
 // [dgate | dup] (gate, up) or of act and dy (down).
 void BackwardBlock::plan_gradients(const Layout (&layouts)[3]) {
     auto tiling = [](std::int64_t n, std::int64_t width) {
@@ -204,9 +204,9 @@ BackwardWorkspace::BackwardWorkspace(const BackwardBlock& block, int threads)
     for (int role = 0; role < 3; ++role) {
         const GradientGeometry& g = block.gradients[role];
         strips[role] = AlignedBuffer<float>(
-            static_cast<std::size_t>(kChunkRows * strip_count(g.rows) * kGradientStrip));
+            static_cast<std::size_t>(kGradientSpanRows * strip_count(g.rows) * kGradientStrip));
         panels[role] = AlignedBuffer<float>(
-            static_cast<std::size_t>(kChunkRows * panel_count(g.cols) * kPanelColumns));
+            static_cast<std::size_t>(kGradientSpanRows * panel_count(g.cols) * kPanelColumns));
     }
     workers.reserve(static_cast<std::size_t>(threads));
     for (int w = 0; w < threads; ++w) workers.emplace_back(block);
@@ -214,20 +214,12 @@ BackwardWorkspace::BackwardWorkspace(const BackwardBlock& block, int threads)
 
 namespace {
 
-// One chunk of rows through the three phases.
+// One chunk of rows through the phases.
 struct BackwardChunk {
     BackwardChunk(const BackwardBlock& block, BackwardWorkspace& ws, const float* x,
                   const float* dy, float* dx, const float* gate, const float* up,
-                  const GradientSink& sink, bool first_chunk)
-        : block(block),
-          ws(ws),
-          x(x),
-          dy(dy),
-          dx(dx),
-          gate(gate),
-          up(up),
-          sink(sink),
-          first_chunk(first_chunk) {}
+                  const GradientSink& sink)
+        : block(block), ws(ws), x(x), dy(dy), dx(dx), gate(gate), up(up), sink(sink) {}
 
     const BackwardBlock& block;
     BackwardWorkspace& ws;
@@ -237,10 +229,13 @@ struct BackwardChunk {
     const float* gate;  // the chunk's gate and up rows (stride f)
     const float* up;
     const GradientSink& sink;
-    bool first_chunk;
     RowTile tiles[kMaxExactTiles];  // for phases A and B
     int row_tiles = 0;
-    std::int64_t rows = 0;       // in this chunk
+    std::int64_t rows = 0;  // in this chunk
+    // The gradients' span: its rows, this chunk's first row within it, and
+    // whether it is the call's first span (which writes dW).
+    std::int64_t span_rows = 0, span_row0 = 0;
+    bool first_span = true;
     int pack_tasks[4] = {};      // prefix sums over the asked gradients: phase T
     int gradient_tasks[4] = {};  // and phase C
     float* gradient_out[3] = {};
@@ -282,7 +277,8 @@ struct BackwardChunk {
         return block.gradients[role].out_in ? input(role) : output_grad(role);
     }
 
-    // Strips of a gradient's S, or panels of its B, packed.
+    // Strips of a gradient's S, or panels of its B: the chunk's rows,
+    // packed at their rows of the span.
     void phase_t(std::int64_t task, int) {
         int role = 0;
         while (task >= pack_tasks[role + 1]) ++role;
@@ -293,16 +289,16 @@ struct BackwardChunk {
             const std::int64_t b0 = t * kStripsPerPackTask;
             pack_column_blocks(operand_s(role), g.s_stride, rows, g.rows, kGradientStrip, b0,
                                std::min(b0 + kStripsPerPackTask, strip_count(g.rows)),
-                               ws.strips[role].data());
+                               ws.strips[role].data() + span_row0 * kGradientStrip, span_rows);
             return;
         }
         const std::int64_t b0 = (t - strip_tasks) * kPanelsPerPackTask;
         pack_column_blocks(operand_b(role), g.b_stride, rows, g.cols, kPanelColumns, b0,
                            std::min(b0 + kPanelsPerPackTask, panel_count(g.cols)),
-                           ws.panels[role].data());
+                           ws.panels[role].data() + span_row0 * kPanelColumns, span_rows);
     }
 
-    // One tile of one weight gradient, over the chunk's rows.
+    // One tile of one weight gradient, over the span's rows.
     void phase_c(std::int64_t task, int) {
         int role = 0;
         while (task >= gradient_tasks[role + 1]) ++role;
@@ -314,10 +310,11 @@ struct BackwardChunk {
         const std::int64_t i = columns_outer ? tile % g.row_tiles.count : tile / g.col_tiles.count;
         const std::int64_t j = columns_outer ? tile / g.row_tiles.count : tile % g.col_tiles.count;
         const std::int64_t r0 = g.row_tiles.begin(i), c0 = g.col_tiles.begin(j);
-        const bool add = !first_chunk || sink.accumulate;
-        block.gradient_gemm(ws.strips[role].data() + r0 * rows, ws.panels[role].data() + c0 * rows,
-                            rows, g.row_tiles.size(i), g.col_tiles.size(j),
-                            gradient_out[role] + r0 * g.cols + c0, g.cols, add);
+        const bool add = !first_span || sink.accumulate;
+        block.gradient_gemm(ws.strips[role].data() + r0 * span_rows,
+                            ws.panels[role].data() + c0 * span_rows, span_rows, g.row_tiles.size(i),
+                            g.col_tiles.size(j), gradient_out[role] + r0 * g.cols + c0, g.cols,
+                            add);
     }
 
     // dx tile from [dgate | dup], into dx.
@@ -380,6 +377,9 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
     float* outputs[3] = {sink.gate, sink.up, sink.down};
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
+        const std::int64_t span0 = m0 / kGradientSpanRows * kGradientSpanRows;
+        const std::int64_t span_rows = std::min(kGradientSpanRows, rows - span0);
+        const bool span_ends = m0 + n == span0 + span_rows;
         ThreadPool* use =
             pool && 12.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
         const float* gate = ws.gate.data();
@@ -391,10 +391,12 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
             const TraceSink keep{ws.gate.data(), ws.up.data(), nullptr};
             run_block(block, forward_ws, use, x + m0 * d, ws.y.data(), n, &keep);
         }
-        BackwardChunk chunk(backward, ws, x + m0 * d, dy + m0 * d, dx + m0 * d, gate, up, sink,
-                            m0 == 0);
+        BackwardChunk chunk(backward, ws, x + m0 * d, dy + m0 * d, dx + m0 * d, gate, up, sink);
         chunk.row_tiles = exact_rows(n, kRowBuckets - 1, chunk.tiles);
         chunk.rows = n;
+        chunk.span_rows = span_rows;
+        chunk.span_row0 = m0 - span0;
+        chunk.first_span = span0 == 0;
         for (int role = 0; role < 3; ++role) {
             const GradientGeometry& g = backward.gradients[role];
             const bool asked = outputs[role] != nullptr;
@@ -412,7 +414,7 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         if (chunk.gradient_tasks[3] > 0)
             chunk.run<&BackwardChunk::phase_t>(use, chunk.pack_tasks[3]);
         chunk.n_b = chunk.row_tiles * backward.dx.columns.count;
-        chunk.n_cb = chunk.n_b + chunk.gradient_tasks[3];
+        chunk.n_cb = chunk.n_b + (span_ends ? chunk.gradient_tasks[3] : 0);
         chunk.interleave = chunk.row_tiles == 1;
         chunk.run<&BackwardChunk::phase_cb>(use, chunk.n_cb);
     }

@@ -9,7 +9,11 @@
 // In chunks of kChunkRows rows, four phases each, every matmul either our
 // own kernel (panels, gradients) or a oneDNN primitive created once (when
 // backward is first enabled), each task run single-threaded inside our
-// pool, like the forward's:
+// pool, like the forward's. The weight gradients sum spans of up to
+// kGradientSpanRows rows (two chunks): phase T of each chunk packs its rows
+// into the span's operands, phase C runs once, with the span's last chunk,
+// so dW is written once per span, not written then added to (adding ran
+// the kernel slower: docs/measurements.md, "One gradient pass per span"):
 //   A  tasks = f-column tile x row tile: dact's tile from dy and the packed
 //      Wd^T tile (oneDNN's, or our panels where the forward runs on them),
 //      then the fused SiLU*up backward (kernels/silu_mul_backward)
@@ -17,17 +21,18 @@
 //      buffers. gate and up come from the caller's saved activations
 //      (forward_for_backward) or are recomputed by a forward over the chunk.
 //   T  tasks = column blocks of each weight gradient's two operands,
-//      packed for the gradient kernel (kernels/gradient_gemm): S in
-//      strips of dW rows, B in panels of dW columns.
-//   C  tasks = tiles of each weight gradient asked for, over the chunk's
-//      rows, on our gradient kernel: written by the first chunk and
-//      added to after.
+//      packed for the gradient kernel (kernels/gradient_gemm) at the
+//      chunk's rows of the span: S in strips of dW rows, B in panels of dW
+//      columns.
+//   C  tasks (the span's last chunk) = tiles of each weight gradient asked
+//      for, over the span's rows, on our gradient kernel: written by the
+//      first span and added to after.
 //   B  tasks = d-column tile x row tile: dx's tile from [dgate | dup] and the
 //      packed [Wg^T ; Wu^T] tile. After A and T have read x and dy, so dx
 //      may be x or dy themselves; in one phase with C (their tasks
 //      interleaved for a chunk of one row tile: BackwardChunk::phase_cb).
 // A and B's row tiles are exact powers of two (no padding rows), and C's
-// tiles each sum the chunk's rows in one kernel call, so every output
+// tiles each sum the span's rows in one kernel call, so every output
 // element is computed by the same kernels in the same order whatever the
 // thread count: results are bit-identical for any thread count.
 #pragma once
@@ -59,13 +64,17 @@ struct GradientSink {
 // A weight-gradient task's tile of dW: at most this many rows (whole
 // strips) and columns (whole groups of 4 panels, which the AVX-512 kernel
 // reads together). Consecutive tasks share the operand tile of the longer
-// side, so it stays in L2 (96 x 256 floats of S and B: 96 KiB and 256 KiB
-// at 256 token rows).
+// side, so it stays in L2 (96 x 256 floats of S and B: 192 KiB and
+// 512 KiB over a span of 512 token rows).
 inline constexpr std::int64_t kGradientTileRows = 16 * kGradientStrip;
 inline constexpr std::int64_t kGradientTileCols = 16 * kPanelColumns;
 
-// A weight gradient: dW (rows x cols) = S^T @ B over a chunk's rows, S and
-// B read from the chunk's rows at their row strides and packed (phase T).
+// Token rows a weight gradient sums in one pass (phase C), as whole chunks.
+inline constexpr std::int64_t kGradientSpanRows = 2 * kChunkRows;
+static_assert(kGradientSpanRows % kChunkRows == 0, "a span is whole chunks");
+
+// A weight gradient: dW (rows x cols) = S^T @ B over a span's rows, S and
+// B read from each chunk's rows at their row strides and packed (phase T).
 struct GradientGeometry {
     bool out_in = true;  // S = the output gradient, B = the input; else the reverse
     std::int64_t rows = 0, cols = 0;
@@ -110,8 +119,8 @@ struct BackwardWorker {
     AlignedBuffer<unsigned char> scratchpad;
 };
 
-// A backward call's scratch, per chunk (never per token count), made on a
-// lease slot's first backward and kept.
+// A backward call's scratch, per chunk or span (never per token count),
+// made on a lease slot's first backward and kept.
 struct BackwardWorkspace {
     BackwardWorkspace(const BackwardBlock& block, int threads);
 
@@ -119,8 +128,8 @@ struct BackwardWorkspace {
     AlignedBuffer<float> y;          // the recomputing forward's output (dropped)
     AlignedBuffer<float> dgate_up;   // [dgate | dup] rows (kChunkRows x 2f)
     AlignedBuffer<float> act;        // SiLU(gate) * up rows (kChunkRows x f)
-    AlignedBuffer<float> strips[3];  // S per gradient, packed (kChunkRows x its rows)
-    AlignedBuffer<float> panels[3];  // B per gradient, packed (kChunkRows x its cols)
+    AlignedBuffer<float> strips[3];  // S per gradient, packed (kGradientSpanRows x its rows)
+    AlignedBuffer<float> panels[3];  // B per gradient, packed (kGradientSpanRows x its cols)
     std::vector<BackwardWorker> workers;
 };
 

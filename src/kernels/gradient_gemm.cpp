@@ -7,12 +7,12 @@
 namespace swiglu::detail {
 
 void pack_column_blocks(const float* matrix, std::int64_t ld, std::int64_t k, std::int64_t n,
-                        std::int64_t width, std::int64_t b0, std::int64_t b1,
-                        float* packed) noexcept {
+                        std::int64_t width, std::int64_t b0, std::int64_t b1, float* packed,
+                        std::int64_t block_rows) noexcept {
     for (std::int64_t b = b0; b < b1; ++b) {
         const std::int64_t c0 = b * width;
         const std::int64_t w = n - c0 < width ? n - c0 : width;
-        float* block = packed + b * k * width;
+        float* block = packed + b * block_rows * width;
         for (std::int64_t t = 0; t < k; ++t) {
             std::memcpy(block + t * width, matrix + t * ld + c0,
                         static_cast<std::size_t>(w) * sizeof(float));

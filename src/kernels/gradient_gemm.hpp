@@ -1,10 +1,10 @@
-// The backward's weight gradients, dW (rows x cols) = S^T @ B over a chunk
-// of k token rows: an outer-product accumulation with a tile of dW in
-// registers, on operands packed per chunk. Ours, not oneDNN's: its f32
-// matmul on the same tiles ran slower alone, by half at 16 token rows, and
-// cyber's gradients ran up to 3x slower per flop than dact and dx
-// (docs/measurements.md, "the backward's weight gradients on our own
-// kernel").
+// The backward's weight gradients, dW (rows x cols) = S^T @ B over k token
+// rows: an outer-product accumulation with a tile of dW in registers, on
+// operands packed per span of token rows (core/backward.hpp). Ours, not
+// oneDNN's: its f32 matmul on the same tiles ran slower alone, by half at
+// 16 token rows, and cyber's gradients ran up to 3x slower per flop than
+// dact and dx (docs/measurements.md, "the backward's weight gradients on
+// our own kernel").
 //
 // Operands, packed from (k x n) row-major matrices:
 //   S in strips of kGradientStrip columns (dW's rows): strip p holds, for
@@ -18,8 +18,9 @@
 // Numerics, the same bits on every ISA: for each element of dW,
 //   s = 0; for t in order: s = fma(S[t][r], B[t][c], s)
 //   dW[r][c] = s, or dW[r][c] + s (`add`)
-// in f32. Every chunk adds its own sum, so a gradient's bits depend on the
-// chunking (kChunkRows) but never on the thread count.
+// in f32. The backward sums up to kGradientSpanRows token rows per call
+// and every later call adds its own sum, so a gradient's bits depend on
+// that span but never on the thread count.
 #pragma once
 
 #include <cstdint>
@@ -40,10 +41,12 @@ inline constexpr std::int64_t strip_count(std::int64_t n) {
 
 // Column blocks [b0, b1) of width `width` (kGradientStrip or kPanelColumns)
 // of a (k x n) row-major matrix with row stride `ld`, into `packed` laid
-// out as above (block b at packed + b k width).
+// out as above for blocks of `block_rows` >= k rows (block b at packed +
+// b block_rows width). block_rows > k packs a range of a longer operand's
+// token rows: pass packed + (its first row) width.
 void pack_column_blocks(const float* matrix, std::int64_t ld, std::int64_t k, std::int64_t n,
-                        std::int64_t width, std::int64_t b0, std::int64_t b1,
-                        float* packed) noexcept;
+                        std::int64_t width, std::int64_t b0, std::int64_t b1, float* packed,
+                        std::int64_t block_rows) noexcept;
 
 // dW's tile (rows x cols at w, row stride ldw) = or += S^T @ B over k token
 // rows: `strips` at the tile's first strip, `panels` at its first panel

@@ -13,7 +13,7 @@ void pack_panels(PanelType type, const float* plain, std::int64_t k, std::int64_
                  void* tile) noexcept {
     if (type == PanelType::f32) {  // the layout of gradient_gemm.hpp's B panels
         pack_column_blocks(plain, n, k, n, kPanelColumns, 0, panel_count(n),
-                           static_cast<float*>(tile));
+                           static_cast<float*>(tile), k);
         return;
     }
     auto* bytes = static_cast<unsigned char*>(tile);

@@ -55,7 +55,7 @@ std::vector<float> run(GradientGemm gemm, const Operands& o, bool add, float sta
     return w;
 }
 
-const std::int64_t kTokens[] = {1, 7, 13, 33, 256};
+const std::int64_t kTokens[] = {1, 7, 13, 33, 256, 512};  // up to a span
 const std::int64_t kCols[] = {1, 15, 16, 17, 33, 64, 65, 131};
 
 }  // namespace

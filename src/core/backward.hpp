@@ -64,8 +64,8 @@ struct GradientSink {
 // A weight-gradient task's tile of dW: at most this many rows (whole
 // strips) and columns (whole groups of 4 panels, which the AVX-512 kernel
 // reads together). Consecutive tasks share the operand tile of the longer
-// side, so it stays in L2 (96 x 256 floats of S and B: 192 KiB and
-// 512 KiB over a span of 512 token rows).
+// side, so it stays in L2 (a 96 x 256 tile over a span of 512 token rows
+// reads 192 KiB of S and 512 KiB of B).
 inline constexpr std::int64_t kGradientTileRows = 16 * kGradientStrip;
 inline constexpr std::int64_t kGradientTileCols = 16 * kPanelColumns;
 

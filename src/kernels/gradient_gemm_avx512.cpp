@@ -74,11 +74,10 @@ void strip_panels(const float* strip, const float* panel, std::int64_t k, std::i
 
 // Strip by strip (the strip stays in L1 while the tile's panels stream
 // from L2), 4 panels at a time, then the rest together (row_passes over
-// panels). Each step first
-// prefetches the dW lines of the next step: dW is as large as the weights,
-// read and written from DRAM, and a step computes long enough for them to
-// arrive (written or added; docs/measurements.md, "Weight gradients on our
-// own kernels").
+// panels). Each step first prefetches the dW lines of the next step: dW is
+// as large as the weights, read and written from DRAM, and a step computes
+// long enough for them to arrive (written or added; docs/measurements.md,
+// "Weight gradients on our own kernels").
 void gemm(const float* strips, const float* panels, std::int64_t k, std::int64_t rows,
           std::int64_t cols, float* w, std::int64_t ldw, bool add) noexcept {
     const std::int64_t count = panel_count(cols), stride = k * kPanelColumns;

@@ -46,7 +46,7 @@ inline void store_panel(__m512 v, bool add, float* row, std::int64_t c0, std::in
 // DRAM stays busy while later passes compute from cache. Prefetching only
 // in a block's first pass (1 KiB ahead, as the AVX2 kernels) left memory
 // idle in the others (docs/measurements.md, "Passes block by block").
-template <class T, int R, int G>
+template <class T, int R, int G, bool kFetchX>
 void block_rows(const T* panel, std::int64_t i0, std::int64_t i1, std::int64_t stride,
                 const float* x, std::int64_t ldx, bool add, float* y, std::int64_t ldy,
                 std::int64_t c0, std::int64_t n, std::int64_t pf_phase, std::int64_t pf_passes,
@@ -61,6 +61,13 @@ void block_rows(const T* panel, std::int64_t i0, std::int64_t i1, std::int64_t s
     for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
         for (int q = 0; q < G; ++q) acc[r][q] = _mm512_setzero_ps();
+    // kFetchX: each pass fetches its x rows' next block too (past the last
+    // block, the next row's start: prefetches never fault).
+    if (kFetchX && pf_passes > 1)
+#pragma GCC unroll 8
+        for (int r = 0; r < R; ++r)
+            for (std::int64_t l = 0; l < kPanelBlock; l += 64 / std::int64_t{sizeof(float)})
+                _mm_prefetch(reinterpret_cast<const char*>(x + r * ldx + i1 + l), _MM_HINT_T0);
     for (std::int64_t i = i0; i < i1; ++i) {
         const T* row = panel + i * kPanelColumns;
         if ((i - i0) % kRowsPerLine == 0 && countdown-- == 0) {
@@ -91,7 +98,7 @@ void block_rows(const T* panel, std::int64_t i0, std::int64_t i1, std::int64_t s
 // by block: every pass over a block before the next block, so each block
 // leaves memory once, is read from cache by the later passes, and memory
 // streams the next block meanwhile.
-template <class T, int kRows, int G>
+template <class T, int kRows, int G, bool kFetchX>
 void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ldx,
                  std::int64_t rows, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
     const std::int64_t stride = k * kPanelColumns;
@@ -105,26 +112,26 @@ void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ld
         const std::int64_t i1 = std::min(k, i0 + kPanelBlock);
         row_passes<kRows>(rows, [&](auto height, std::int64_t m) {
             constexpr int R = decltype(height)::value;
-            block_rows<T, R, G>(panel, i0, i1, stride, x + m * ldx, ldx, i0 > 0, y + m * ldy, ldy,
+            block_rows<T, R, G, kFetchX>(panel, i0, i1, stride, x + m * ldx, ldx, i0 > 0, y + m * ldy, ldy,
                                 c0, n, m / kRows, passes, pf_ahead);
         });
     }
 }
 
 // Groups of G panels, then a pair, then one panel alone.
-template <class T, int kRows, int G>
+template <class T, int kRows, int G, bool kFetchX = false>
 void panel_groups(const T* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
                   std::int64_t rows, float* y, std::int64_t ldy) {
     const std::int64_t panels = panel_count(n), stride = k * kPanelColumns;
     std::int64_t p = 0;
     for (; p + G <= panels; p += G)
-        panel_group<T, kRows, G>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns, n);
+        panel_group<T, kRows, G, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns, n);
     if constexpr (G > 2)
         for (; p + 2 <= panels; p += 2)
-            panel_group<T, kRows, 2>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns,
+            panel_group<T, kRows, 2, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns,
                                      n);
     for (; p < panels; ++p)
-        panel_group<T, kRows, 1>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns, n);
+        panel_group<T, kRows, 1, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns, n);
 }
 
 // How many panels a pass reads side by side, and how many rows it takes.
@@ -135,14 +142,18 @@ void panel_groups(const T* tile, std::int64_t k, std::int64_t n, const float* x,
 // speed in cache: 17 loads per 16 fmas, and with x's rows 16 KiB apart (d =
 // 4096) their 16 lines share one set of a 12-way L1 (docs/measurements.md,
 // "Panel kernels for AVX-512").
+constexpr std::int64_t kTallRows = 48;
+
 template <class T>
 void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
           std::int64_t rows, float* y, std::int64_t ldy) noexcept {
     const T* panels = static_cast<const T*>(tile);
     if (rows <= 4)
         panel_groups<T, 4, 4>(panels, k, n, x, ldx, rows, y, ldy);
-    else
+    else if (rows < kTallRows)
         panel_groups<T, 8, 2>(panels, k, n, x, ldx, rows, y, ldy);
+    else
+        panel_groups<T, 6, 4, true>(panels, k, n, x, ldx, rows, y, ldy);
 }
 
 }  // namespace

@@ -14,6 +14,11 @@
 //   x_baseline    the baseline's time per call over ours (> 1: ours faster)
 //   x_baseline_p10, x_baseline_p90   the rounds' spread
 //   noisy         1 when that spread stayed over 20 %: not a figure to quote
+//   pct_of_peak_median, _p10, _p90   pct_of_peak from those rounds' own
+//                 batches of our calls (their median and spread): a call
+//                 the host preempted moves the mean of the few calls the
+//                 big rows take (Iterations(2), 8-15 points at llama7b 512
+//                 tokens), not this median
 // The rows' own times are Google Benchmark's, one row after another, so
 // their quotient can differ from x_baseline by the host's drift (±10 %
 // here between rows).
@@ -177,6 +182,13 @@ void bm_backward(benchmark::State& st, const Shape* s, std::int64_t tokens, int 
             st.counters["x_baseline_p10"] = pt.ratio.p10;
             st.counters["x_baseline_p90"] = pt.ratio.p90;
             st.counters["noisy"] = pt.noisy ? 1 : 0;
+            const double peak = machine().peak(threads), flops = 2.0 * s->flops(tokens);
+            auto pct = [&](double seconds) {
+                return peak > 0 && seconds > 0 ? 100.0 * flops / seconds / 1e9 / peak : 0;
+            };
+            st.counters["pct_of_peak_median"] = pct(pt.a.median);
+            st.counters["pct_of_peak_p10"] = pct(pt.a.p90);  // the slower calls
+            st.counters["pct_of_peak_p90"] = pct(pt.a.p10);
         }
     } catch (const std::exception& e) {
         st.SkipWithError(e.what());

@@ -144,6 +144,40 @@ TEST_CASE("every ISA's kernels give the scalar reference's bits") {
         }
 }
 
+// Heights and tile sizes where a kernel changes how it passes over the rows
+// (panel_gemm_avx512.cpp: 48 rows and up, and 16 and up in a tile of 512
+// KiB or more, take 6 rows over 4 panels and prefetch x), each side of the
+// switch, with a last pass of every height 1-5 behind the passes of 6.
+TEST_CASE("tall row tiles and streamed tiles: every ISA gives the scalar reference's bits") {
+    struct Shape {
+        std::int64_t k, n;
+        std::vector<std::int64_t> rows;
+    };
+    const Shape shapes[] = {
+        {341, 131, {47, 48, 49, 50, 51, 52, 53, 64, 71}},
+        {4099, 67, {5, 15, 16, 17, 23, 47}},  // f32 and bf16: over 512 KiB
+        {2053, 67, {16, 17}},                 // f32 over 512 KiB, bf16 under
+    };
+    for (PanelType type : kTypes)
+        for (Isa isa : kIsas) {
+            const PanelTypeKernels kern = panel_kernels(isa)[type];
+            const PanelTypeKernels scalar = panel_kernels(Isa::scalar)[type];
+            if (!kern || !isa_available(isa) || isa == Isa::scalar) continue;
+            CAPTURE(name(type));
+            CAPTURE(isa_name(isa));
+            for (const Shape& s : shapes) {
+                const Tile t(type, s.k, s.n, unsigned(s.k + 7 * s.n));
+                for (std::int64_t rows : s.rows) {
+                    CAPTURE(s.k);
+                    CAPTURE(rows);
+                    const auto x =
+                        swiglu::test::uniform(std::size_t(rows * s.k), 3.0f, unsigned(rows + s.k));
+                    CHECK(gemm(kern, t, x, rows) == gemm(scalar, t, x, rows));
+                }
+            }
+        }
+}
+
 TEST_CASE("NaN and inf in x or in a weight stay in their own outputs") {
     for (PanelType type : kTypes)
         for (Isa isa : kIsas) {

@@ -1,10 +1,11 @@
 // The panel kernels for AVX-512 (F, BW): a panel row (16 weights: 64 bytes
 // of f32 or 32 of bf16, widened with vpmovzxwd + vpslld 16) is one vector of
 // 16 f32. Up to 8 rows multiply-add 2 panels side by side into 16
-// accumulators (1-4 rows: 4 panels), and every pass of 8 rows runs over a
-// block of 128 inputs before the next block, so a tile leaves memory once
-// and streams while the later passes compute. Bits as the scalar reference
-// (panel_gemm.hpp): one fma per input, in order, per lane, block by block.
+// accumulators (1-4 rows: 4 panels; tall tiles 6 rows over 4 panels), and
+// every pass runs over a block of 128 inputs before the next block, so a
+// tile leaves memory once and streams while the later passes compute. Bits
+// as the scalar reference (panel_gemm.hpp): one fma per input, in order,
+// per lane, block by block.
 //
 // GCC 12's _mm512_cvtepu16_epi32 and _mm512_slli_epi32 start from a
 // deliberately undefined register and then warn that it "may be used
@@ -112,8 +113,8 @@ void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ld
         const std::int64_t i1 = std::min(k, i0 + kPanelBlock);
         row_passes<kRows>(rows, [&](auto height, std::int64_t m) {
             constexpr int R = decltype(height)::value;
-            block_rows<T, R, G, kFetchX>(panel, i0, i1, stride, x + m * ldx, ldx, i0 > 0, y + m * ldy, ldy,
-                                c0, n, m / kRows, passes, pf_ahead);
+            block_rows<T, R, G, kFetchX>(panel, i0, i1, stride, x + m * ldx, ldx, i0 > 0,
+                                         y + m * ldy, ldy, c0, n, m / kRows, passes, pf_ahead);
         });
     }
 }
@@ -125,13 +126,15 @@ void panel_groups(const T* tile, std::int64_t k, std::int64_t n, const float* x,
     const std::int64_t panels = panel_count(n), stride = k * kPanelColumns;
     std::int64_t p = 0;
     for (; p + G <= panels; p += G)
-        panel_group<T, kRows, G, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns, n);
+        panel_group<T, kRows, G, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy,
+                                          p * kPanelColumns, n);
     if constexpr (G > 2)
         for (; p + 2 <= panels; p += 2)
-            panel_group<T, kRows, 2, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns,
-                                     n);
+            panel_group<T, kRows, 2, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy,
+                                              p * kPanelColumns, n);
     for (; p < panels; ++p)
-        panel_group<T, kRows, 1, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy, p * kPanelColumns, n);
+        panel_group<T, kRows, 1, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy,
+                                          p * kPanelColumns, n);
 }
 
 // How many panels a pass reads side by side, and how many rows it takes.
@@ -142,15 +145,26 @@ void panel_groups(const T* tile, std::int64_t k, std::int64_t n, const float* x,
 // speed in cache: 17 loads per 16 fmas, and with x's rows 16 KiB apart (d =
 // 4096) their 16 lines share one set of a 12-way L1 (docs/measurements.md,
 // "Panel kernels for AVX-512").
+// Tall tiles (kTallRows and up; kStreamedTallRows and up where the tile is
+// large enough to come from memory) take 6 rows over 4 panels (24
+// accumulators, 10 loads per 24 fmas) and prefetch x: each block of x is
+// read once, not once per pair of panels. That ran the backward's dx
+// tiles 1.1x and the ridge's 16-32 llama7b tokens 1.05x, but cache-held
+// shapes (cyber, glass) at 8-32 rows 1.05-1.3x slower, whose last pass of
+// 2-4 rows over 4 panels is load-bound (docs/measurements.md, "Six rows
+// over four panels").
 constexpr std::int64_t kTallRows = 48;
+constexpr std::int64_t kStreamedTallRows = 16;
+constexpr std::int64_t kStreamedTileBytes = std::int64_t{512} << 10;
 
 template <class T>
 void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
           std::int64_t rows, float* y, std::int64_t ldy) noexcept {
     const T* panels = static_cast<const T*>(tile);
+    const bool streamed = k * n * static_cast<std::int64_t>(sizeof(T)) >= kStreamedTileBytes;
     if (rows <= 4)
         panel_groups<T, 4, 4>(panels, k, n, x, ldx, rows, y, ldy);
-    else if (rows < kTallRows)
+    else if (rows < (streamed ? kStreamedTallRows : kTallRows))
         panel_groups<T, 8, 2>(panels, k, n, x, ldx, rows, y, ldy);
     else
         panel_groups<T, 6, 4, true>(panels, k, n, x, ldx, rows, y, ldy);

@@ -103,7 +103,7 @@ template <class T, int kRows, int G, bool kFetchX>
 void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ldx,
                  std::int64_t rows, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
     const std::int64_t stride = k * kPanelColumns;
-    const std::int64_t passes = (rows + kRows - 1) / kRows;
+    const std::int64_t passes = even_pass_count<kRows>(rows);
     // One pass (decode) prefetches every line kPanelPrefetchBytes ahead, as
     // the AVX2 kernels; more spread the next block's lines over the passes.
     const std::int64_t pf_ahead =
@@ -111,10 +111,10 @@ void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ld
                     : kPanelBlock * kPanelColumns * static_cast<std::int64_t>(sizeof(T));
     for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock) {
         const std::int64_t i1 = std::min(k, i0 + kPanelBlock);
-        row_passes<kRows>(rows, [&](auto height, std::int64_t m) {
+        even_row_passes<kRows>(rows, [&](auto height, std::int64_t m, std::int64_t pass) {
             constexpr int R = decltype(height)::value;
             block_rows<T, R, G, kFetchX>(panel, i0, i1, stride, x + m * ldx, ldx, i0 > 0,
-                                         y + m * ldy, ldy, c0, n, m / kRows, passes, pf_ahead);
+                                         y + m * ldy, ldy, c0, n, pass, passes, pf_ahead);
         });
     }
 }

@@ -31,4 +31,33 @@ inline void row_passes(std::int64_t rows, Pass&& pass) {
     last_row_pass<kMax - 1>(rows - m, m, pass);
 }
 
+// The height of the pass at `rest` rows left: kMax while kMax + 3 or more
+// are left, then the last kMax + 1 or kMax + 2 rows as two passes of about
+// half (not kMax and a pass of 1 or 2 rows, which loads as much per row as
+// a full pass but has far fewer fmas to hide it behind).
+template <int kMax>
+constexpr std::int64_t even_pass_height(std::int64_t rest) {
+    return rest <= kMax ? rest : rest >= kMax + 3 ? kMax : (rest + 1) / 2;
+}
+
+template <int kMax>
+constexpr std::int64_t even_pass_count(std::int64_t rows) {
+    std::int64_t count = 0;
+    for (std::int64_t m = 0; m < rows; m += even_pass_height<kMax>(rows - m)) ++count;
+    return count;
+}
+
+// pass(std::integral_constant<int, R>{}, m, index) over rows [0, rows) in
+// passes of even_pass_height rows; index counts the passes from 0.
+template <int kMax, class Pass>
+inline void even_row_passes(std::int64_t rows, Pass&& pass) {
+    std::int64_t index = 0;
+    auto numbered = [&](auto height, std::int64_t m) { pass(height, m, index++); };
+    for (std::int64_t m = 0; m < rows;) {
+        const std::int64_t height = even_pass_height<kMax>(rows - m);
+        last_row_pass<kMax>(height, m, numbered);
+        m += height;
+    }
+}
+
 }  // namespace swiglu::detail

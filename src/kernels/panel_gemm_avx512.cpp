@@ -145,14 +145,14 @@ void panel_groups(const T* tile, std::int64_t k, std::int64_t n, const float* x,
 // speed in cache: 17 loads per 16 fmas, and with x's rows 16 KiB apart (d =
 // 4096) their 16 lines share one set of a 12-way L1 (docs/measurements.md,
 // "Panel kernels for AVX-512").
-// Tall tiles (kTallRows and up; kStreamedTallRows and up where the tile is
-// large enough to come from memory) take 6 rows over 4 panels (24
-// accumulators, 10 loads per 24 fmas) and prefetch x: each block of x is
-// read once, not once per pair of panels. That ran the backward's dx
-// tiles 1.1x and the ridge's 16-32 llama7b tokens 1.05x, but cache-held
-// shapes (cyber, glass) at 8-32 rows 1.05-1.3x slower, whose last pass of
-// 2-4 rows over 4 panels is load-bound (docs/measurements.md, "Six rows
-// over four panels").
+// Tall tiles (kTallRows and up; kStreamedTallRows and up in tiles of
+// kStreamedTileBytes or more, which come from memory) take 6 rows over 4
+// panels (24 accumulators, 10 loads per 24 fmas) and prefetch x, so a
+// block of x is read once, not once per pair of panels: the backward's
+// dx tiles 1.1x, llama7b's forward at 16 tokens 1.08x. Taken from 5 rows
+// in every tile, it ran glass at 8-32 rows and cyber at 8 rows 1.1-1.15x
+// slower; x prefetched in passes of 8 x 2 ran llama7b's 16-32 tokens
+// 1.07-1.12x slower (docs/measurements.md, "Six rows over four panels").
 constexpr std::int64_t kTallRows = 48;
 constexpr std::int64_t kStreamedTallRows = 16;
 constexpr std::int64_t kStreamedTileBytes = std::int64_t{512} << 10;

@@ -74,6 +74,26 @@ std::vector<float> gemm(const PanelTypeKernels& kern, const Tile& t, const std::
 const std::int64_t kInputs[] = {1, 7, 13, 33, 341};
 const std::int64_t kColumns[] = {1, 15, 16, 17, 33, 131};
 
+// Checks that the kernels of every SIMD ISA this CPU runs give the scalar
+// kernels' bits on tiles of k x n and `rows` rows of x.
+void check_against_scalar(std::int64_t k, std::int64_t n, std::int64_t rows) {
+    CAPTURE(k);
+    CAPTURE(n);
+    CAPTURE(rows);
+    for (PanelType type : kTypes) {
+        const Tile t(type, k, n, unsigned(k + 7 * n));
+        const auto x = swiglu::test::uniform(std::size_t(rows * k), 3.0f, unsigned(rows + k));
+        const std::vector<float> want = gemm(panel_kernels(Isa::scalar)[type], t, x, rows);
+        for (Isa isa : kIsas) {
+            const PanelTypeKernels kern = panel_kernels(isa)[type];
+            if (!kern || !isa_available(isa) || isa == Isa::scalar) continue;
+            CAPTURE(name(type));
+            CAPTURE(isa_name(isa));
+            CHECK(gemm(kern, t, x, rows) == want);
+        }
+    }
+}
+
 }  // namespace
 
 TEST_SUITE("panel_gemm") {
@@ -123,25 +143,10 @@ TEST_CASE("the scalar kernels match fp64 dot products of the stored values") {
 }
 
 TEST_CASE("every ISA's kernels give the scalar reference's bits") {
-    for (PanelType type : kTypes)
-        for (Isa isa : kIsas) {
-            const PanelTypeKernels kern = panel_kernels(isa)[type];
-            const PanelTypeKernels scalar = panel_kernels(Isa::scalar)[type];
-            if (!kern || !isa_available(isa) || isa == Isa::scalar) continue;
-            CAPTURE(name(type));
-            CAPTURE(isa_name(isa));
-            for (std::int64_t k : kInputs)
-                for (std::int64_t n : kColumns)
-                    for (std::int64_t rows = 1; rows <= 33; rows += rows < 17 ? 1 : 16) {
-                        CAPTURE(k);
-                        CAPTURE(n);
-                        CAPTURE(rows);
-                        const Tile t(type, k, n, unsigned(k + 7 * n));
-                        const auto x =
-                            swiglu::test::uniform(std::size_t(rows * k), 3.0f, unsigned(rows + k));
-                        CHECK(gemm(kern, t, x, rows) == gemm(scalar, t, x, rows));
-                    }
-        }
+    for (std::int64_t k : kInputs)
+        for (std::int64_t n : kColumns)
+            for (std::int64_t rows = 1; rows <= 33; rows += rows < 17 ? 1 : 16)
+                check_against_scalar(k, n, rows);
 }
 
 // Heights and tile sizes where a kernel changes how it passes over the rows
@@ -159,24 +164,8 @@ TEST_CASE("tall row tiles and streamed tiles: every ISA gives the scalar referen
         {4099, 67, {5, 15, 16, 17, 19, 20, 23, 32, 47}},  // f32 and bf16: over 512 KiB
         {2053, 67, {16, 17}},                             // f32 over 512 KiB, bf16 under
     };
-    for (PanelType type : kTypes)
-        for (Isa isa : kIsas) {
-            const PanelTypeKernels kern = panel_kernels(isa)[type];
-            const PanelTypeKernels scalar = panel_kernels(Isa::scalar)[type];
-            if (!kern || !isa_available(isa) || isa == Isa::scalar) continue;
-            CAPTURE(name(type));
-            CAPTURE(isa_name(isa));
-            for (const Shape& s : shapes) {
-                const Tile t(type, s.k, s.n, unsigned(s.k + 7 * s.n));
-                for (std::int64_t rows : s.rows) {
-                    CAPTURE(s.k);
-                    CAPTURE(rows);
-                    const auto x =
-                        swiglu::test::uniform(std::size_t(rows * s.k), 3.0f, unsigned(rows + s.k));
-                    CHECK(gemm(kern, t, x, rows) == gemm(scalar, t, x, rows));
-                }
-            }
-        }
+    for (const Shape& s : shapes)
+        for (std::int64_t rows : s.rows) check_against_scalar(s.k, s.n, rows);
 }
 
 TEST_CASE("NaN and inf in x or in a weight stay in their own outputs") {

@@ -15,10 +15,12 @@
 //   x_baseline_p10, x_baseline_p90   the rounds' spread
 //   noisy         1 when that spread stayed over 20 %: not a figure to quote
 //   pct_of_peak_median, _p10, _p90   pct_of_peak from those rounds' own
-//                 batches of our calls (their median and spread): a call
-//                 the host preempted moves the mean of the few calls the
-//                 big rows take (Iterations(2), 8-15 points at llama7b 512
-//                 tokens), not this median
+//                 batches of our calls (their median and spread). One call
+//                 the host preempts moves pct_of_peak, the mean of the 2-3
+//                 calls the big rows take; not this median. Each batch
+//                 follows one of the baseline's, with its data in the
+//                 caches, so it can read lower than back-to-back calls
+//                 (llama7b 512 tokens: 73 % against 79 % in one run)
 // The rows' own times are Google Benchmark's, one row after another, so
 // their quotient can differ from x_baseline by the host's drift (±10 %
 // here between rows).

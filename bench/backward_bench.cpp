@@ -151,13 +151,20 @@ BackwardFixture& fixture() {
     return fx;
 }
 
+double gflops(const Shape& s, std::int64_t tokens, double ns) {
+    return 2.0 * s.flops(tokens) / ns;  // 12 M d f
+}
+
+double pct_of_peak(const Shape& s, std::int64_t tokens, int threads, double ns) {
+    const double peak = machine().peak(threads);
+    return peak > 0 && ns > 0 ? 100.0 * gflops(s, tokens, ns) / peak : 0;
+}
+
 void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int threads,
                   double ns) {
-    const double gflops = 2.0 * s.flops(tokens) / ns;  // 12 M d f
     st.counters["ns_per_call"] = ns;
-    st.counters["GFLOPs"] = gflops;
-    const double peak = machine().peak(threads);
-    st.counters["pct_of_peak"] = peak > 0 ? 100.0 * gflops / peak : 0;
+    st.counters["GFLOPs"] = gflops(s, tokens, ns);
+    st.counters["pct_of_peak"] = pct_of_peak(s, tokens, threads, ns);
 }
 
 enum class Side { ours, recompute, baseline };
@@ -184,9 +191,8 @@ void bm_backward(benchmark::State& st, const Shape* s, std::int64_t tokens, int 
             st.counters["x_baseline_p10"] = pt.ratio.p10;
             st.counters["x_baseline_p90"] = pt.ratio.p90;
             st.counters["noisy"] = pt.noisy ? 1 : 0;
-            const double peak = machine().peak(threads), flops = 2.0 * s->flops(tokens);
             auto pct = [&](double seconds) {
-                return peak > 0 && seconds > 0 ? 100.0 * flops / seconds / 1e9 / peak : 0;
+                return pct_of_peak(*s, tokens, threads, seconds * 1e9);
             };
             st.counters["pct_of_peak_median"] = pct(pt.a.median);
             st.counters["pct_of_peak_p10"] = pct(pt.a.p90);  // the slower calls

@@ -232,10 +232,7 @@ struct BackwardChunk {
     RowTile tiles[kMaxExactTiles];  // for phases A and B
     int row_tiles = 0;
     std::int64_t rows = 0;  // in this chunk
-    // The gradients' span: its rows, this chunk's first row within it, and
-    // whether it is the call's first span (which writes dW).
-    std::int64_t span_rows = 0, span_row0 = 0;
-    bool first_span = true;
+    GradientSpan span;
     int pack_tasks[4] = {};      // prefix sums over the asked gradients: phase T
     int gradient_tasks[4] = {};  // and phase C
     float* gradient_out[3] = {};
@@ -289,13 +286,13 @@ struct BackwardChunk {
             const std::int64_t b0 = t * kStripsPerPackTask;
             pack_column_blocks(operand_s(role), g.s_stride, rows, g.rows, kGradientStrip, b0,
                                std::min(b0 + kStripsPerPackTask, strip_count(g.rows)),
-                               ws.strips[role].data() + span_row0 * kGradientStrip, span_rows);
+                               ws.strips[role].data() + span.row0 * kGradientStrip, span.rows);
             return;
         }
         const std::int64_t b0 = (t - strip_tasks) * kPanelsPerPackTask;
         pack_column_blocks(operand_b(role), g.b_stride, rows, g.cols, kPanelColumns, b0,
                            std::min(b0 + kPanelsPerPackTask, panel_count(g.cols)),
-                           ws.panels[role].data() + span_row0 * kPanelColumns, span_rows);
+                           ws.panels[role].data() + span.row0 * kPanelColumns, span.rows);
     }
 
     // One tile of one weight gradient, over the span's rows.
@@ -310,9 +307,9 @@ struct BackwardChunk {
         const std::int64_t i = columns_outer ? tile % g.row_tiles.count : tile / g.col_tiles.count;
         const std::int64_t j = columns_outer ? tile / g.row_tiles.count : tile % g.col_tiles.count;
         const std::int64_t r0 = g.row_tiles.begin(i), c0 = g.col_tiles.begin(j);
-        const bool add = !first_span || sink.accumulate;
-        block.gradient_gemm(ws.strips[role].data() + r0 * span_rows,
-                            ws.panels[role].data() + c0 * span_rows, span_rows, g.row_tiles.size(i),
+        const bool add = !span.first || sink.accumulate;
+        block.gradient_gemm(ws.strips[role].data() + r0 * span.rows,
+                            ws.panels[role].data() + c0 * span.rows, span.rows, g.row_tiles.size(i),
                             g.col_tiles.size(j), gradient_out[role] + r0 * g.cols + c0, g.cols,
                             add);
     }
@@ -377,9 +374,6 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
     float* outputs[3] = {sink.gate, sink.up, sink.down};
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
-        const std::int64_t span0 = m0 / kGradientSpanRows * kGradientSpanRows;
-        const std::int64_t span_rows = std::min(kGradientSpanRows, rows - span0);
-        const bool span_ends = m0 + n == span0 + span_rows;
         ThreadPool* use =
             pool && 12.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
         const float* gate = ws.gate.data();
@@ -394,9 +388,7 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         BackwardChunk chunk(backward, ws, x + m0 * d, dy + m0 * d, dx + m0 * d, gate, up, sink);
         chunk.row_tiles = exact_rows(n, kRowBuckets - 1, chunk.tiles);
         chunk.rows = n;
-        chunk.span_rows = span_rows;
-        chunk.span_row0 = m0 - span0;
-        chunk.first_span = span0 == 0;
+        chunk.span = gradient_span(m0, n, rows);
         for (int role = 0; role < 3; ++role) {
             const GradientGeometry& g = backward.gradients[role];
             const bool asked = outputs[role] != nullptr;
@@ -414,7 +406,7 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         if (chunk.gradient_tasks[3] > 0)
             chunk.run<&BackwardChunk::phase_t>(use, chunk.pack_tasks[3]);
         chunk.n_b = chunk.row_tiles * backward.dx.columns.count;
-        chunk.n_cb = chunk.n_b + (span_ends ? chunk.gradient_tasks[3] : 0);
+        chunk.n_cb = chunk.n_b + (chunk.span.ends ? chunk.gradient_tasks[3] : 0);
         chunk.interleave = chunk.row_tiles == 1;
         chunk.run<&BackwardChunk::phase_cb>(use, chunk.n_cb);
     }

@@ -73,6 +73,26 @@ inline constexpr std::int64_t kGradientTileCols = 16 * kPanelColumns;
 inline constexpr std::int64_t kGradientSpanRows = 2 * kChunkRows;
 static_assert(kGradientSpanRows % kChunkRows == 0, "a span is whole chunks");
 
+// The span of the chunk at rows [m0, m0 + n) of a call over `rows`: its
+// rows, the chunk's first row within it, whether it is the call's first
+// span (which writes dW) and whether the chunk ends it (and runs phase C).
+struct GradientSpan {
+    std::int64_t rows = 0, row0 = 0;
+    bool first = true, ends = true;
+};
+
+constexpr GradientSpan gradient_span(std::int64_t m0, std::int64_t n, std::int64_t rows) {
+    const std::int64_t start = m0 / kGradientSpanRows * kGradientSpanRows;
+    const std::int64_t span_rows =
+        rows - start < kGradientSpanRows ? rows - start : kGradientSpanRows;
+    return {span_rows, m0 - start, start == 0, m0 + n == start + span_rows};
+}
+// 600 rows: chunks of 256, 256 and 88; spans of 512 and 88.
+static_assert(gradient_span(0, 256, 600).rows == 512 && !gradient_span(0, 256, 600).ends);
+static_assert(gradient_span(256, 256, 600).row0 == 256 && gradient_span(256, 256, 600).ends);
+static_assert(gradient_span(512, 88, 600).rows == 88 && !gradient_span(512, 88, 600).first &&
+              gradient_span(512, 88, 600).ends);
+
 // A weight gradient: dW (rows x cols) = S^T @ B over a span's rows, S and
 // B read from each chunk's rows at their row strides and packed (phase T).
 struct GradientGeometry {

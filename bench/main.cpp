@@ -195,6 +195,9 @@ void print_help() {
         "  --panels=on|off  whether f32 and bf16 may run on the panel kernels (CPUs\n"
         "              without AVX-512: f32; without a bf16 matmul: bf16; default on;\n"
         "              off: oneDNN's f32 kernels, on bf16-rounded weights for bf16)\n"
+        "  --s8-rows=auto|N  the tallest int8 row tiles on our s8 kernel (CPUs with\n"
+        "              AVX512-VNNI; default auto; 0: oneDNN's kernels only), to\n"
+        "              measure it against oneDNN's\n"
         "  --grouped-prefill=auto|never|f32|bf16  which path q8_0 / q4_0 take for\n"
         "              64-row tiles (default auto), to measure the crossover\n"
         "  --probe     print the machine probe (peak f32 FMA, bf16 vdpbf16ps and int8\n"
@@ -296,6 +299,19 @@ int main(int argc, char** argv) {
                              v.c_str());
                 return 1;
             }
+        } else if (i > 0 && std::strncmp(argv[i], "--s8-rows=", 10) == 0) {
+            // The tallest int8 row tiles on our s8 kernel: for measuring it
+            // against oneDNN's (core/precision.hpp, set_int8_own_rows).
+            const std::string v = argv[i] + 10;
+            char* end = nullptr;
+            const long rows = v == "auto" ? -1 : std::strtol(v.c_str(), &end, 10);
+            if (v != "auto" && (v.empty() || *end != '\0' || rows < 0 || rows > 64)) {
+                std::fprintf(stderr, "swiglu_bench: --s8-rows=%s: expected auto or 0..64\n",
+                             v.c_str());
+                return 1;
+            }
+            swiglu::detail::set_int8_own_rows(v == "auto" ? swiglu::detail::kInt8OwnRowsAuto
+                                                          : rows);
         } else if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {
             profile = true;
         } else if (i > 0 && std::strcmp(argv[i], "--ridge") == 0) {

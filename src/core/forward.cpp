@@ -63,7 +63,7 @@ struct Chunk {
             return;
         }
         const RowTile& t = tiles[slot + (prefill_tiles > 0 ? prefill_tiles - 1 : 0)];
-        if (mode.own_kernels()) {
+        if (mode.own_rows(t)) {
             mode.matmul_tile(id, phase.tile_data[tile], phase.k, phase.outputs(j), t, ws,
                              w.tile.data());
         } else {
@@ -79,9 +79,10 @@ struct Chunk {
     // the mode's act step take: padding rows too where oneDNN computes them
     // (they are dropped in the down phase); our own kernels compute valid
     // rows only (5-7 tokens ran 8 rows' work, 9-15 sixteen's), and their
-    // padding rows of act are never read.
+    // padding rows of act are never read (own_rows depends on the tile
+    // alone, so both phases of a tile take the same kernels).
     std::int64_t computed_rows(const RowTile& t) const {
-        return mode.own_kernels() ? t.rows : t.height();
+        return mode.own_rows(t) ? t.rows : t.height();
     }
 
     // x @ [Wg|Wu] for one tile, then SiLU(gate)*up per row while the tile

@@ -116,6 +116,15 @@ public:
     virtual void matmul_tile(PhaseId phase, const void* tile, std::int64_t k, std::int64_t n,
                              const RowTile& rows, const Workspace& ws, float* result) const;
 
+    // Whether row tile t's matmuls run on matmul_tile (valid rows only)
+    // rather than oneDNN's kernels: every tile for a mode with kernels of its
+    // own; int8 takes its few-row tiles on kernels of its own over the tiles
+    // oneDNN packed (kernels/s8_gemm.hpp).
+    virtual bool own_rows(const RowTile& t) const {
+        (void)t;
+        return own_kernels();
+    }
+
     // Its prefill path, where it has one: full-height row tiles (64 rows)
     // run oneDNN's 64-row kernel on a weight tile the task unpacks once for
     // all of them (forward.cpp), with plain (k x n) weights of the chosen
@@ -216,5 +225,13 @@ enum class GroupedPrefill { automatic, never, f32, bf16 };
 // The policy for blocks built from now on (process-wide; tests, benchmarks).
 void set_grouped_prefill(GroupedPrefill policy) noexcept;
 GroupedPrefill grouped_prefill() noexcept;
+
+// The tallest int8 row tiles that run on our s8 kernel where it exists
+// (precision_int8.cpp): kInt8OwnRowsAuto for the mode's own choice, 0 for
+// none (oneDNN's kernels only), up to 64 (every tile). For blocks built from
+// now on (process-wide; tests, benchmarks).
+inline constexpr std::int64_t kInt8OwnRowsAuto = -1;
+void set_int8_own_rows(std::int64_t max_rows) noexcept;
+std::int64_t int8_own_rows() noexcept;
 
 }  // namespace swiglu::detail

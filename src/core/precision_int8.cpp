@@ -5,16 +5,63 @@
 // glass), the task that computes a row quantises it while it is in L1 (no
 // f32 act buffer); otherwise a step of its own does, after every gate|up
 // task of the chunk.
+//
+// Row tiles of up to kOwnRowsMax rows run on our s8 kernel
+// (kernels/s8_gemm.hpp) over the very tiles oneDNN packed, once every tile
+// is checked to be in the layout that kernel reads; the results are the
+// same exact s32 either way.
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
+#include <cstring>
 
 #include "core/precision.hpp"
 #include "core/workspace.hpp"
 #include "kernels/convert.hpp"
+#include "kernels/s8_gemm.hpp"
 
 namespace swiglu::detail {
 
 namespace {
+
+// Row tiles this tall and less take our s8 kernel. Tile by tile, one core,
+// against oneDNN's brgemm on the same packed tiles: from DRAM 1.03-1.47x
+// (4096 x 512 tiles, 1-32 rows), in cache level (0.94-1.07x at 4-32 rows);
+// oneDNN's 64 rows stay (docs/measurements.md, "int8's few rows").
+constexpr std::int64_t kOwnRowsMax = 32;
+
+std::atomic<std::int64_t> g_own_rows{kInt8OwnRowsAuto};  // set_int8_own_rows
+
+// Whether `to` holds the s8 (k x n) matrix q (row-major) exactly as
+// s8_gemm.hpp reads it: oneDNN's BA16a64b4a, then each column's
+// compensation -128 * sum q. Load time only (it reads every weight).
+bool packed_as_s8_gemm_reads(const dnnl::memory& to, std::int64_t k, std::int64_t n,
+                             const std::int8_t* q) {
+    const dnnl_memory_desc_t& md = to.get_desc().data;
+    const auto& b = md.format_desc.blocking;
+    const std::int64_t kp = s8_padded(k), np = s8_padded(n);
+    if (md.ndims != 2 || md.data_type != dnnl_s8 || md.format_kind != dnnl_blocked ||
+        b.inner_nblks != 3 || b.inner_blks[0] != 16 || b.inner_idxs[0] != 0 ||
+        b.inner_blks[1] != kS8Block || b.inner_idxs[1] != 1 || b.inner_blks[2] != 4 ||
+        b.inner_idxs[2] != 0 || b.strides[0] != kS8Block * kS8Block ||
+        b.strides[1] != kp * kS8Block ||
+        md.extra.flags != dnnl_memory_extra_flag_compensation_conv_s8s8 ||
+        md.extra.compensation_mask != 2 ||
+        to.get_desc().get_size() < static_cast<std::size_t>(kp * np + n * 4))
+        return false;
+    const auto* tile = static_cast<const std::int8_t*>(to.get_data_handle());
+    const std::int32_t* compensation = s8_tile_compensation(tile, k, n);
+    for (std::int64_t c = 0; c < n; ++c) {
+        std::int64_t sum = 0;
+        for (std::int64_t i = 0; i < k; ++i) {
+            const std::int8_t w = q[i * n + c];
+            if (tile[s8_tile_offset(k, i, c)] != w) return false;
+            sum += w;
+        }
+        if (compensation[c] != -128 * sum) return false;  // also where it would not fit
+    }
+    return true;
+}
 
 class Int8 final : public Precision {
 public:
@@ -43,6 +90,9 @@ public:
     // After accepts(): a refused int8 never allocates its scales.
     void plan(std::int64_t gate_up_tiles) override {
         act_in_gate_up_ = gate_up_tiles == 1;
+        const std::int64_t asked = int8_own_rows();
+        own_rows_max_ = !s8_gemm_ ? 0 : asked == kInt8OwnRowsAuto ? kOwnRowsMax : asked;
+        own_rows_ = own_rows_max_ > 0;
         gate_up_scales_.resize(static_cast<std::size_t>(2 * f()));
         down_scales_.resize(static_cast<std::size_t>(d()));
     }
@@ -56,6 +106,23 @@ public:
         for (std::int64_t c = 0; c < n; ++c)
             scales[c] = quantize_column(plain + c, static_cast<std::size_t>(k), n, q.data() + c, n);
         reorder(q.data(), dnnl::memory::desc({k, n}, dnnl::memory::data_type::s8, {n, 1}), to);
+        own_rows_ = own_rows_ && packed_as_s8_gemm_reads(to, k, n, q.data());
+    }
+
+    bool own_rows(const RowTile& t) const override {
+        return own_rows_ && t.height() <= own_rows_max_;
+    }
+
+    void matmul_tile(PhaseId phase, const void* tile, std::int64_t k, std::int64_t n,
+                     const RowTile& t, const Workspace& ws, float* result) const override {
+        const std::int8_t* src =
+            phase == PhaseId::gate_up ? x_s8(ws) + t.row0 * d() : act_s8(ws) + t.row0 * f();
+        s8_gemm_(static_cast<const std::int8_t*>(tile), k, n, src, k, t.rows,
+                 reinterpret_cast<std::int32_t*>(result), n);
+    }
+
+    std::string note() const override {
+        return own_rows_ ? " (1-" + std::to_string(own_rows_max_) + " rows: s8 kernels)" : "";
     }
 
     ScratchSizes scratch() const override {
@@ -125,9 +192,17 @@ private:
     // tile j's outputs start at 2 * its first column).
     std::vector<float> gate_up_scales_, down_scales_;
     bool act_in_gate_up_ = false;
+    // Our s8 kernel (null without AVX512-VNNI), and whether every tile is
+    // in its layout (false until plan(), and after any tile is not).
+    S8Gemm s8_gemm_ = s8_gemm();
+    bool own_rows_ = false;
+    std::int64_t own_rows_max_ = 0;
 };
 
 }  // namespace
+
+void set_int8_own_rows(std::int64_t max_rows) noexcept { g_own_rows.store(max_rows); }
+std::int64_t int8_own_rows() noexcept { return g_own_rows.load(); }
 
 std::unique_ptr<Precision> make_int8_precision(std::int64_t d, std::int64_t f) {
     return std::make_unique<Int8>(d, f);

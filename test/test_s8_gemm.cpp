@@ -75,7 +75,7 @@ std::vector<std::int32_t> run(S8Gemm gemm, const S8Tile& t, const std::vector<st
 
 }  // namespace
 
-TEST_SUITE("s8 gemm") {
+TEST_SUITE("s8_gemm") {
 
 TEST_CASE("the scalar s8 kernel computes exact dot products from the layout") {
     std::mt19937 rng(5);

@@ -136,9 +136,10 @@ struct OwnRows {
 
 TEST_CASE("int8 blocks on the s8 kernel give oneDNN's bits, at every row count") {
     if (!swiglu::test::int8_supported() || !s8_gemm()) return;
-    // 13 x 7: one tile per phase, act quantised in the gate|up task; 384 x
-    // 1024 (cyber): several tiles, act's own step; 1100 x 700: tiles whose
-    // k and n are no multiple of 64 (oneDNN pads them).
+    // 13 x 7 and 384 x 1024 (cyber): one gate|up tile, act quantised in
+    // its task; 1100 x 700: several gate|up tiles, act in a step of its
+    // own. k and n no multiple of 64 (oneDNN pads them) in 13 x 7 and
+    // 1100 x 700.
     const std::pair<std::int64_t, std::int64_t> shapes[] = {{13, 7}, {384, 1024}, {1100, 700}};
     for (auto [d, f] : shapes) {
         CAPTURE(d);

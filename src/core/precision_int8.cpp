@@ -25,9 +25,10 @@ namespace swiglu::detail {
 namespace {
 
 // Row tiles this tall and less take our s8 kernel. Tile by tile, one core,
-// against oneDNN's brgemm on the same packed tiles: from DRAM 1.03-1.47x
-// (4096 x 512 tiles, 1-32 rows), in cache level (0.94-1.07x at 4-32 rows);
-// oneDNN's 64 rows stay (docs/measurements.md, "int8's few rows").
+// against oneDNN's brgemm on the same packed tiles: from DRAM 1.06-1.48x
+// at 1-32 rows, in L2 1.08-1.17x at 1-8 and 0.94-0.96x at 16-32; whole
+// blocks 1.0-1.6x at 1-32 tokens. At 64 rows oneDNN's is 1.06-1.1x faster
+// and keeps them (docs/measurements.md, "int8's few rows").
 constexpr std::int64_t kOwnRowsMax = 32;
 
 std::atomic<std::int64_t> g_own_rows{kInt8OwnRowsAuto};  // set_int8_own_rows

@@ -1,5 +1,5 @@
 // The reference s8 kernel (s8_gemm.hpp): plain integer loops over the tile
-// layout, the sum in 64 bits (it fits 32: |x w| <= 128^2, k < 2^17).
+// layout, each sum in 64 bits, stored as its s32 (exact while it fits).
 #include "kernels/s8_gemm.hpp"
 
 namespace swiglu::detail {

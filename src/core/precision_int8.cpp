@@ -93,7 +93,6 @@ public:
         act_in_gate_up_ = gate_up_tiles == 1;
         const std::int64_t asked = int8_own_rows();
         own_rows_max_ = !s8_gemm_ ? 0 : asked == kInt8OwnRowsAuto ? kOwnRowsMax : asked;
-        own_rows_ = own_rows_max_ > 0;
         gate_up_scales_.resize(static_cast<std::size_t>(2 * f()));
         down_scales_.resize(static_cast<std::size_t>(d()));
     }
@@ -107,12 +106,10 @@ public:
         for (std::int64_t c = 0; c < n; ++c)
             scales[c] = quantize_column(plain + c, static_cast<std::size_t>(k), n, q.data() + c, n);
         reorder(q.data(), dnnl::memory::desc({k, n}, dnnl::memory::data_type::s8, {n, 1}), to);
-        own_rows_ = own_rows_ && packed_as_s8_gemm_reads(to, k, n, q.data());
+        if (own_rows_max_ > 0 && !packed_as_s8_gemm_reads(to, k, n, q.data())) own_rows_max_ = 0;
     }
 
-    bool own_rows(const RowTile& t) const override {
-        return own_rows_ && t.height() <= own_rows_max_;
-    }
+    bool own_rows(const RowTile& t) const override { return t.height() <= own_rows_max_; }
 
     void matmul_tile(PhaseId phase, const void* tile, std::int64_t k, std::int64_t n,
                      const RowTile& t, const Workspace& ws, float* result) const override {
@@ -123,7 +120,8 @@ public:
     }
 
     std::string note() const override {
-        return own_rows_ ? " (1-" + std::to_string(own_rows_max_) + " rows: s8 kernels)" : "";
+        return own_rows_max_ > 0 ? " (1-" + std::to_string(own_rows_max_) + " rows: s8 kernels)"
+                                 : "";
     }
 
     ScratchSizes scratch() const override {
@@ -193,10 +191,10 @@ private:
     // tile j's outputs start at 2 * its first column).
     std::vector<float> gate_up_scales_, down_scales_;
     bool act_in_gate_up_ = false;
-    // Our s8 kernel (null without AVX512-VNNI), and whether every tile is
-    // in its layout (false until plan(), and after any tile is not).
+    // Our s8 kernel (null without AVX512-VNNI), and the tallest row tiles
+    // it takes: 0 until plan(), and for good once any tile is not in its
+    // layout.
     S8Gemm s8_gemm_ = s8_gemm();
-    bool own_rows_ = false;
     std::int64_t own_rows_max_ = 0;
 };
 

@@ -3,7 +3,9 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <stdexcept>
 
 namespace swiglu::test {
@@ -99,10 +101,37 @@ void write_file(const std::string& path, const std::string& bytes) {
     if (!out) throw std::runtime_error("cannot write " + path);
 }
 
+namespace {
+
+// The directories this process made, removed with everything in them when
+// it exits normally: a suite runs hundreds of times on a developer's machine
+// and /tmp is not cleaned on every system (12,825 of them had piled up on
+// ours). A test that crashes leaves its directory behind to look at.
+class TempDirs {
+public:
+    std::string make() {
+        std::string path =
+            (std::filesystem::temp_directory_path() / "swiglu-test-XXXXXX").string();
+        if (!mkdtemp(path.data())) throw std::runtime_error("mkdtemp failed in " + path);
+        const std::lock_guard<std::mutex> lock(mutex_);
+        made_.push_back(path);
+        return path;
+    }
+    ~TempDirs() {
+        std::error_code ignored;  // at exit there is nobody to tell
+        for (const std::string& dir : made_) std::filesystem::remove_all(dir, ignored);
+    }
+
+private:
+    std::mutex mutex_;
+    std::vector<std::string> made_;
+};
+
+}  // namespace
+
 std::string temp_dir() {
-    char tmpl[] = "/tmp/swiglu-test-XXXXXX";
-    if (!mkdtemp(tmpl)) throw std::runtime_error("mkdtemp failed");
-    return tmpl;
+    static TempDirs dirs;
+    return dirs.make();
 }
 
 }  // namespace swiglu::test

@@ -39,7 +39,8 @@ std::string safetensors_bytes_raw(const std::vector<RawTensor>& tensors,
 std::string safetensors_raw(std::uint64_t header_length, const std::string& header,
                             const std::string& data);
 void write_file(const std::string& path, const std::string& bytes);
-// A fresh temporary directory (removed by the OS's tmp cleaning, not by us).
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when
+// the process exits normally.
 std::string temp_dir();
 
 std::uint16_t to_bf16(float v);  // round to nearest even

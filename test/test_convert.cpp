@@ -2,6 +2,7 @@
 // reference against known values, and every SIMD ISA this CPU runs against
 // the scalar reference, bit for bit (which ISA runs must never change a
 // result), over every short length, long rows, special values and aliasing.
+#include <algorithm>
 #include <cfloat>
 #include <cmath>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include <doctest/doctest.h>
 
 #include "float_bits.hpp"
+#include "kernels/act_block.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/kernel_table.hpp"
 
@@ -22,6 +24,7 @@ namespace {
 using swiglu::test::bits;
 using swiglu::test::from_bits;
 
+using swiglu::detail::ActBlock;
 using swiglu::detail::Isa;
 using swiglu::detail::KernelTable;
 
@@ -189,6 +192,71 @@ TEST_CASE("every SIMD ISA gives the scalar bits: quantize_row") {
                 CHECK(isa.k.quantize_row(in.data(), got.data(), n) == ws);
                 CHECK(got == want);
                 CHECK(got[n - 1] == -127);
+            }
+        }
+    }
+}
+
+// The grouped formats' activation blocks of `n` values, each field's bits.
+struct ActRow {
+    std::vector<ActBlock> blocks;
+    explicit ActRow(std::size_t n) : blocks(swiglu::detail::ggml_blocks(n) + 1) {
+        for (ActBlock& b : blocks) {  // a guard block past the row's and junk in every field
+            std::memset(b.qs, 0x5A, sizeof b.qs);
+            b.d = 99.0f;
+            b.sum = 12345;
+        }
+    }
+    bool operator==(const ActRow& o) const {
+        return std::memcmp(blocks.data(), o.blocks.data(), blocks.size() * sizeof(ActBlock)) == 0;
+    }
+};
+
+TEST_CASE("the scalar reference: activation blocks are quantize_row per block, plus sums") {
+    const KernelTable ref = swiglu::detail::kernel_table(Isa::scalar);
+    std::vector<float> in = finite_row(70, 4);
+    in[40] = std::numeric_limits<float>::infinity();  // block 1: NaN scale, zero quants
+    std::fill(in.begin() + 64, in.end(), 0.0f);       // block 2: zeros, scale 0
+    in[3] = -50.0f;                                   // block 0's peak: -127
+    ActRow row(in.size());
+    ref.quantize_act_row(in.data(), in.size(), row.blocks.data());
+    REQUIRE(row.blocks.size() == 4);
+    std::int8_t q[32];
+    CHECK(row.blocks[0].d == ref.quantize_row(in.data(), q, 32));
+    CHECK(std::memcmp(row.blocks[0].qs, q, 32) == 0);
+    CHECK(row.blocks[0].qs[3] == -127);
+    CHECK(std::isnan(row.blocks[1].d));
+    CHECK(row.blocks[2].d == 0.0f);
+    for (std::size_t b = 0; b < 3; ++b) {
+        int sum = 0;
+        for (std::int8_t v : row.blocks[b].qs) sum += v;
+        CHECK(row.blocks[b].sum == sum);
+        if (b > 0)
+            for (std::int8_t v : row.blocks[b].qs) CHECK(v == 0);
+    }
+    CHECK(row.blocks[3].d == 99.0f);  // the guard: untouched
+}
+
+TEST_CASE("every SIMD ISA gives the scalar bits: activation blocks") {
+    const KernelTable ref = swiglu::detail::kernel_table(Isa::scalar);
+    for (const Table& isa : simd_isas()) {
+        CAPTURE(isa.name);
+        for (std::size_t n : kLengths) {
+            CAPTURE(n);
+            for (int kind = 0; kind < 5; ++kind) {
+                CAPTURE(kind);
+                std::vector<float> in = finite_row(n, static_cast<unsigned>(n * 5 + kind));
+                if (kind == 1 && n > 0) in[n / 2] = std::numeric_limits<float>::quiet_NaN();
+                if (kind == 2)
+                    std::fill(in.begin(), in.begin() + std::min<std::size_t>(n, 40), 0.0f);
+                if (kind == 3 && n > 0) in[n - 1] = -std::numeric_limits<float>::infinity();
+                if (kind == 4)  // each block's peak in its last lane; ties at +-0.5 quant steps
+                    for (std::size_t i = 0; i < n; ++i)
+                        in[i] = i % 32 == 31 || i + 1 == n ? 127.0f : float(int(i % 7) - 3) + 0.5f;
+                ActRow want(n), got(n);
+                ref.quantize_act_row(in.data(), n, want.blocks.data());
+                isa.k.quantize_act_row(in.data(), n, got.blocks.data());
+                CHECK(got == want);
             }
         }
     }

@@ -2,9 +2,11 @@
 // kernel table. The SIMD tables (convert_<isa>.cpp) give these bits exactly.
 #include "kernels/convert.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 
+#include "kernels/act_block.hpp"
 #include "kernels/f32_silu_mul.hpp"
 #include "kernels/kernel_table.hpp"
 #include "kernels/silu_mul_backward.hpp"
@@ -76,12 +78,26 @@ void dequantize_scalar(const float* acc, float* out, std::size_t n, float row_sc
     }
 }
 
+// Each block as quantize_row quantises it alone, then the sum of its quants.
+void quantize_act_row_scalar(const float* in, std::size_t n, ActBlock* out) noexcept {
+    for (std::size_t b = 0; b * kGgmlBlock < n; ++b) {
+        const std::size_t count = std::min(kGgmlBlock, n - b * kGgmlBlock);
+        ActBlock& block = out[b];
+        block.d = quantize_row_scalar(in + b * kGgmlBlock, block.qs, count);
+        std::memset(block.qs + count, 0, kGgmlBlock - count);
+        std::int32_t sum = 0;
+        for (const std::int8_t q : block.qs) sum += q;
+        block.sum = sum;
+    }
+}
+
 }  // namespace
 
 // The scalar table: the portable reference every SIMD table reproduces.
 KernelTable kernel_table_scalar() noexcept {
-    return {&f32_silu_mul_scalar,  &silu_mul_backward_scalar, &to_bf16_scalar,
-            &round_to_bf16_scalar, &quantize_row_scalar,      &dequantize_scalar};
+    return {&f32_silu_mul_scalar,    &silu_mul_backward_scalar, &to_bf16_scalar,
+            &round_to_bf16_scalar,   &quantize_row_scalar,      &dequantize_scalar,
+            &quantize_act_row_scalar};
 }
 
 float round_to_bf16(float v) noexcept { return round_to_bf16_one(v); }

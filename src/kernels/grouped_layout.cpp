@@ -5,7 +5,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/convert.hpp"
+#include "kernels/kernel_table.hpp"
 
 namespace swiglu::detail {
 
@@ -79,15 +79,7 @@ void pack_grouped_tile(GroupedFormat format, const float* plain, std::int64_t k,
 }
 
 void quantize_act_row(const float* x, std::size_t n, ActBlock* out) noexcept {
-    for (std::size_t b = 0; b * kGgmlBlock < n; ++b) {
-        const std::size_t count = n - b * kGgmlBlock < kGgmlBlock ? n - b * kGgmlBlock : kGgmlBlock;
-        ActBlock& block = out[b];
-        block.d = quantize_row(x + b * kGgmlBlock, block.qs, count);
-        std::memset(block.qs + count, 0, kGgmlBlock - count);
-        std::int32_t sum = 0;
-        for (std::size_t i = 0; i < kGgmlBlock; ++i) sum += block.qs[i];
-        block.sum = sum;
-    }
+    kernels().quantize_act_row(x, n, out);
 }
 
 }  // namespace swiglu::detail

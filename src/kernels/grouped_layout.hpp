@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "kernels/act_block.hpp"
 #include "kernels/ggml_blocks.hpp"
 
 namespace swiglu::detail {
@@ -60,20 +61,11 @@ void place_column(const BlockQ4_0* blocks, std::int64_t k, std::int64_t column,
 void pack_grouped_tile(GroupedFormat format, const float* plain, std::int64_t k, std::int64_t n,
                        std::uint8_t* tile);
 
-// One block of 32 activations as the grouped kernels read them: s8 values
-// with an f32 scale (ggml's Q8_0 activations keep an f16 one; f32 loses
-// less) and the sum of the s8 values (Q4_0's kernels fold its -8 offset in
-// with it: sum (q - 8) x = sum q x - 8 sum x).
-struct ActBlock {
-    std::int8_t qs[kGgmlBlock];
-    float d;
-    std::int32_t sum;
-};
-static_assert(sizeof(ActBlock) == 40, "ActBlock is 40 bytes");
-
-// One row of n activations into ggml_blocks(n) blocks, each quantised as
-// quantize_row does (convert.hpp: d = max|x| / 127, q = round-even(x / d),
-// NaN or +-inf in a block: d = NaN, q = 0), the last one padded with zeros.
+// One row of n activations into ggml_blocks(n) ActBlocks (act_block.hpp),
+// each quantised as quantize_row does (convert.hpp: d = max|x| / 127, q =
+// round-even(x / d), NaN or +-inf in a block: d = NaN, q = 0), the last one
+// padded with zeros. This CPU's kernel (kernel_table.hpp): every ISA gives
+// the scalar reference's bits.
 void quantize_act_row(const float* x, std::size_t n, ActBlock* out) noexcept;
 
 }  // namespace swiglu::detail

@@ -1,6 +1,7 @@
 // Every element-wise kernel of one ISA in one table: SiLU(gate)*up, its
 // backward and the conversions around the matmuls (contracts in
-// f32_silu_mul.hpp, silu_mul_backward.hpp and convert.hpp). One table per ISA of kIsas; the library
+// f32_silu_mul.hpp, silu_mul_backward.hpp, convert.hpp and, for the grouped
+// formats' activation blocks, grouped_layout.hpp). One table per ISA of kIsas; the library
 // picks this CPU's best once, tests and benchmarks walk them all and compare each to the scalar
 // reference (Isa::scalar).
 #pragma once
@@ -11,6 +12,8 @@
 #include "kernels/isa.hpp"
 
 namespace swiglu::detail {
+
+struct ActBlock;  // act_block.hpp
 
 // A plain aggregate on purpose: the per-ISA TUs include this header, and a
 // constructor of its own would be an inline function each compiles for its
@@ -24,6 +27,7 @@ struct KernelTable {
     float (*quantize_row)(const float* in, std::int8_t* out, std::size_t n) noexcept;
     void (*dequantize)(const float* acc, float* out, std::size_t n, float row_scale,
                        const float* column_scales) noexcept;
+    void (*quantize_act_row)(const float* in, std::size_t n, ActBlock* out) noexcept;
 };
 
 // The kernels of one ISA; all null if this build doesn't have it. Calling

@@ -90,6 +90,31 @@ TEST_CASE("column tiles cover every column, widths a multiple of 64") {
     }
 }
 
+TEST_CASE("a cached block's one-tile phase of 384 KiB or more is cut in two") {
+    for (std::int64_t columns : {1, 64, 65, 341, 384, 1024}) {
+        for (std::int64_t bytes_per_column : {4, 1024, 4096, 8192}) {
+            CAPTURE(columns);
+            CAPTURE(bytes_per_column);
+            const ColumnTiling plain = plan_columns(columns, bytes_per_column);
+            // Streamed blocks keep plan_columns' tiles.
+            const ColumnTiling streamed = plan_phase_columns(columns, bytes_per_column, false);
+            CHECK(streamed.count == plain.count);
+            CHECK(streamed.width == plain.width);
+            const ColumnTiling t = plan_phase_columns(columns, bytes_per_column, true);
+            CHECK(t.begin(t.count - 1) + t.size(t.count - 1) == columns);
+            CHECK((t.width % 64 == 0 || t.width == columns));
+            const bool split = plain.count == 1 && columns > 64 &&
+                               columns * bytes_per_column >= kSplitPhaseBytes;
+            CHECK(t.count == (split ? 2 : plain.count));
+        }
+    }
+    // cyber int8: gate|up (768 bytes a column) and down (1024) in halves;
+    // glass's largest phase (f32 gate|up, 341 KiB) stays whole.
+    CHECK(plan_phase_columns(1024, 2 * 384, true).count == 2);
+    CHECK(plan_phase_columns(384, 1024, true).count == 2);
+    CHECK(plan_phase_columns(341, 2 * 128 * 4, true).count == 1);
+}
+
 TEST_CASE("the reference shapes are cut as designed") {
     // glass: one tile per phase (small work, one primitive call each).
     CHECK(plan_columns(341, 2 * 128 * 4).count == 1);

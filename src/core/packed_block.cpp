@@ -108,13 +108,14 @@ void PackedBlock::plan_tiles(const Precision& mode) {
         return static_cast<std::int64_t>(std::ceil(weights * per_weight));
     };
     const double tile = mode.tile_bytes_per_weight();
+    const std::int64_t weight_bytes = bytes(3.0 * double(d) * double(f), mode.bytes_per_weight());
+    const bool cached = !weights_stream_from_dram(weight_bytes);
     gate_up.k = d;
     gate_up.outputs_per_column = 2;
-    gate_up.columns = plan_columns(f, bytes(2.0 * double(d), tile));
+    gate_up.columns = plan_phase_columns(f, bytes(2.0 * double(d), tile), cached);
     down.k = f;
-    down.columns = plan_columns(d, bytes(double(f), tile));
-    min_bucket = min_row_bucket(bytes(3.0 * double(d) * double(f), mode.bytes_per_weight()),
-                                mode.streams_with_one_row());
+    down.columns = plan_phase_columns(d, bytes(double(f), tile), cached);
+    min_bucket = min_row_bucket(weight_bytes, mode.streams_with_one_row());
 }
 
 void PackedBlock::make_kernels(const Precision& mode) {

@@ -29,6 +29,18 @@ struct ColumnTiling {
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
                           std::int64_t tile_bytes = std::int64_t{1} << 20);
 
+// A phase's tiles as plan_columns cuts them, but in a block whose weights
+// stay in cache (`cached`: !weights_stream_from_dram) a phase of
+// kSplitPhaseBytes or more that would be one tile is cut in two: at 1-8
+// tokens (one row tile) one tile is one task, so a second core idles and
+// one core's L2 holds the whole phase. cyber's int8 and bf16 blocks ran
+// 1.15-1.65x faster at 1-8 tokens in halves; glass's phases (341 KiB at
+// most, f32) are too small: in halves int8 and bf16 ran 1.2-1.6x slower
+// (docs/measurements.md). The same tiles for any thread count.
+inline constexpr std::int64_t kSplitPhaseBytes = std::int64_t{384} << 10;
+ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached,
+                                std::int64_t tile_bytes = std::int64_t{1} << 20);
+
 // Row tiles: primitives exist for heights 4, 8, 16, 32, 64 only (a handful
 // serve every token count). Rows are cut into 64-row tiles, then smaller
 // powers of two; the last few rows are padded up to the next height when that

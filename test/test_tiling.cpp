@@ -103,8 +103,8 @@ TEST_CASE("a cached block's one-tile phase of 384 KiB or more is cut in two") {
             const ColumnTiling t = plan_phase_columns(columns, bytes_per_column, true);
             CHECK(t.begin(t.count - 1) + t.size(t.count - 1) == columns);
             CHECK((t.width % 64 == 0 || t.width == columns));
-            const bool split = plain.count == 1 && columns > 64 &&
-                               columns * bytes_per_column >= kSplitPhaseBytes;
+            const bool split =
+                plain.count == 1 && columns > 64 && columns * bytes_per_column >= kSplitPhaseBytes;
             CHECK(t.count == (split ? 2 : plain.count));
         }
     }

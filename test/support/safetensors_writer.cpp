@@ -110,8 +110,7 @@ namespace {
 class TempDirs {
 public:
     std::string make() {
-        std::string path =
-            (std::filesystem::temp_directory_path() / "swiglu-test-XXXXXX").string();
+        std::string path = (std::filesystem::temp_directory_path() / "swiglu-test-XXXXXX").string();
         if (!mkdtemp(path.data())) throw std::runtime_error("mkdtemp failed in " + path);
         const std::lock_guard<std::mutex> lock(mutex_);
         made_.push_back(path);

@@ -34,8 +34,9 @@ ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
 // kSplitPhaseBytes or more that would be one tile is cut in two: at 1-8
 // tokens (one row tile) one tile is one task, so a second core idles and
 // one core's L2 holds the whole phase. cyber's int8 and bf16 blocks ran
-// 1.15-1.65x faster at 1-8 tokens in halves; glass's phases (341 KiB at
-// most, f32) are too small: in halves int8 and bf16 ran 1.2-1.6x slower
+// 1.15-1.65x faster at 1-8 tokens in halves (int8 0.8-1.0x at 16-32: its
+// act then takes a step of its own); glass's phases (341 KiB at most, f32)
+// are too small: in halves int8 and bf16 ran 1.1-2x slower
 // (docs/measurements.md). The same tiles for any thread count.
 inline constexpr std::int64_t kSplitPhaseBytes = std::int64_t{384} << 10;
 ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached,

@@ -28,9 +28,8 @@ ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
     return t;
 }
 
-ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached,
-                                std::int64_t tile_bytes) {
-    const ColumnTiling t = plan_columns(columns, bytes_per_column, tile_bytes);
+ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached) {
+    const ColumnTiling t = plan_columns(columns, bytes_per_column);
     const std::int64_t phase_bytes = columns * bytes_per_column;
     if (!cached || t.count > 1 || phase_bytes < kSplitPhaseBytes) return t;
     return plan_columns(columns, bytes_per_column, ceil_div(phase_bytes, 2));

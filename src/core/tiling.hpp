@@ -39,8 +39,7 @@ ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
 // are too small: in halves int8 and bf16 ran 1.1-2x slower
 // (docs/measurements.md). The same tiles for any thread count.
 inline constexpr std::int64_t kSplitPhaseBytes = std::int64_t{384} << 10;
-ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached,
-                                std::int64_t tile_bytes = std::int64_t{1} << 20);
+ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached);
 
 // Row tiles: primitives exist for heights 4, 8, 16, 32, 64 only (a handful
 // serve every token count). Rows are cut into 64-row tiles, then smaller

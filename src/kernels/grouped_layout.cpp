@@ -5,8 +5,6 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/kernel_table.hpp"
-
 namespace swiglu::detail {
 
 namespace {
@@ -76,10 +74,6 @@ void pack_grouped_tile(GroupedFormat format, const float* plain, std::int64_t k,
             place_column(q4.data(), k, c, tile);
         }
     }
-}
-
-void quantize_act_row(const float* x, std::size_t n, ActBlock* out) noexcept {
-    kernels().quantize_act_row(x, n, out);
 }
 
 }  // namespace swiglu::detail

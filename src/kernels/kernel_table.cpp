@@ -4,6 +4,7 @@
 
 #include "kernels/convert.hpp"
 #include "kernels/f32_silu_mul.hpp"
+#include "kernels/grouped_layout.hpp"
 #include "kernels/silu_mul_backward.hpp"
 
 namespace swiglu::detail {
@@ -34,7 +35,8 @@ const KernelTable& kernels() noexcept {
 
 const char* kernels_isa_name() noexcept { return isa_name(kernels_isa()); }
 
-// The free functions of f32_silu_mul.hpp and convert.hpp: this CPU's kernels.
+// The free functions of f32_silu_mul.hpp, convert.hpp and grouped_layout.hpp
+// (quantize_act_row): this CPU's kernels.
 void silu_mul(const float* gate, const float* up, float* out, std::size_t n) noexcept {
     kernels().silu_mul(gate, up, out, n);
 }
@@ -59,6 +61,10 @@ float quantize_row(const float* in, std::int8_t* out, std::size_t n) noexcept {
 void dequantize(const float* acc, float* out, std::size_t n, float row_scale,
                 const float* column_scales) noexcept {
     kernels().dequantize(acc, out, n, row_scale, column_scales);
+}
+
+void quantize_act_row(const float* x, std::size_t n, ActBlock* out) noexcept {
+    kernels().quantize_act_row(x, n, out);
 }
 
 }  // namespace swiglu::detail

@@ -4,7 +4,8 @@
 // add) or four (Q8_0: vpsignb twice, vpmaddubsw, vpmaddwd). A zmm holds two
 // column groups (grouped_layout.hpp), group g in lanes 0-7 and g + 1 in
 // 8-15, so a block still ends in column sums without a horizontal reduction.
-// Up to 8 rows share each weight load. Bits as the scalar reference
+// Up to 8 rows share each weight load, and a pass of up to 4 rows shares
+// each activation broadcast between two pairs. Bits as the scalar reference
 // (grouped_gemm.hpp): the block sums are the same exact integers.
 //
 // GCC 12's AVX-512 intrinsics (here _mm512_inserti64x4, _mm512_cvtph_ps,
@@ -61,81 +62,89 @@ inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
         _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
 }
 
-// The s32 dot products of block b for R rows over a pair of groups: lane j
-// of sums[r] = sum over the block's 32 inputs of column j's quant times row
-// r's. vpdpbusd wants unsigned weights, so each format's offset is taken
-// out of the start value with the activations' sum (ActBlock::sum):
-//   Q4_0: nibbles q in [0, 15]: sum (q - 8) x = sum q x - 8 sum x;
-//   Q8_0: w + 128 = w ^ 0x80 in [0, 255]: sum w x = sum (w + 128) x - 128 sum x.
-// Every partial sum fits in 32 bits (|.| <= 32 * 255 * 128), so the result
-// is the scalar reference's integer.
-template <int R>
-[[gnu::always_inline]] inline void block_sums_q4_0(const std::uint8_t* record, std::int64_t partner,
-                                                   const ActBlock* x, std::int64_t x_stride,
-                                                   std::int64_t b, __m512i (&sums)[R]) {
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
-    for (int r = 0; r < R; ++r) sums[r] = _mm512_set1_epi32(-8 * x[r * x_stride + b].sum);
-    for (int p = 0; p < 4; ++p) {
-        const __m512i packed = load_pair(record + 32 * p, partner);
-        const __m512i lo = _mm512_and_si512(packed, nibble);
-        const __m512i hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
-        for (int r = 0; r < R; ++r) {
-            const ActBlock& a = x[r * x_stride + b];
-            sums[r] = _mm512_dpbusd_epi32(sums[r], lo, broadcast4(a, 2 * p));
-            sums[r] = _mm512_dpbusd_epi32(sums[r], hi, broadcast4(a, 2 * p + 1));
-        }
-    }
-}
-
-template <int R>
-[[gnu::always_inline]] inline void block_sums_q8_0(const std::uint8_t* record, std::int64_t partner,
-                                                   const ActBlock* x, std::int64_t x_stride,
-                                                   std::int64_t b, __m512i (&sums)[R]) {
-    const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
-    for (int r = 0; r < R; ++r) sums[r] = _mm512_set1_epi32(-128 * x[r * x_stride + b].sum);
-    for (int s = 0; s < 8; ++s) {
-        const __m512i w = _mm512_xor_si512(load_pair(record + 32 * s, partner), bias);
-        for (int r = 0; r < R; ++r)
-            sums[r] = _mm512_dpbusd_epi32(sums[r], w, broadcast4(x[r * x_stride + b], s));
-    }
-}
-
-// Pairs of groups a pass of few rows reads side by side: 4 streams per
-// core, where so few rows leave one weight stream short of DRAM's rate.
-// Alternated runs on an AVX-512 EPYC (docs/measurements.md, "The grouped
-// kernels for AVX-512 with VNNI") chose these: 1-3 rows (Q8_0: 1-2) over 2
-// pairs, the rest over 1. More pairs or more rows over 2 pairs were no
-// faster from DRAM and slower in cache (Q8_0's records are twice Q4_0's).
+// Pairs of groups a pass reads side by side: G = 2 for passes of up to
+// kNarrowRows rows, else 1. Every broadcast of 4 activation quants then
+// meets both pairs: a pass of R rows over one pair issues a broadcast per
+// vpdpbusd, over two pairs one per two. Alternated runs on an AVX-512 EPYC
+// (docs/measurements.md, "Two pairs share each broadcast") chose these: 4
+// rows over 2 pairs ran 1.2-1.4x a pass over 1, in L2 and from DRAM; 5-8
+// rows over 2 (fewer accumulators left for rows) and 3 pairs were no
+// faster from DRAM, Q8_0 0.83-0.94x.
+constexpr int kNarrowRows = 4;
 constexpr int kNarrowPairs = 2;
-template <GroupedFormat kFormat>
-constexpr int kNarrowRows = kFormat == GroupedFormat::q4_0 ? 3 : 2;
 
 // R rows of y over G pairs of groups from `first` on (pair q: groups at
 // first + 2 q stride and that + partner), columns from c0: per pair, its
 // records in order, one f32 accumulator per row (grouped_gemm.hpp).
+//
+// A block's s32 dot products: lane j of sums[q][r] = sum over the block's
+// 32 inputs of pair q's column j's quant times row r's. vpdpbusd wants
+// unsigned weights, so each format's offset is taken out of the start
+// value with the activations' sum (ActBlock::sum):
+//   Q4_0: nibbles q in [0, 15]: sum (q - 8) x = sum q x - 8 sum x;
+//   Q8_0: w + 128 = w ^ 0x80 in [0, 255]: sum w x = sum (w + 128) x - 128 sum x.
+// Every partial sum fits in 32 bits (|.| <= 32 * 255 * 128), so the result
+// is the scalar reference's integer.
 template <GroupedFormat kFormat, int R, int G>
 void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std::int64_t partner,
            const ActBlock* x, std::int64_t x_stride, float* y, std::int64_t ldy, std::int64_t c0,
            std::int64_t n) {
     constexpr std::size_t kRecord = record_bytes(kFormat);
+    constexpr std::int32_t kOffset = kFormat == GroupedFormat::q8_0 ? 128 : 8;
     __m512 acc[G][R];
     for (int q = 0; q < G; ++q)
         for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
     const std::uint8_t* record = first;
     for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
+        const std::uint8_t* rq[G];
         for (int q = 0; q < G; ++q) {
-            const std::uint8_t* rq = record + 2 * q * stride;
-            prefetch_ahead<kFormat>(rq);
-            prefetch_ahead<kFormat>(rq + partner);
-            __m512i sums[R];
-            if constexpr (kFormat == GroupedFormat::q8_0)
-                block_sums_q8_0<R>(rq, partner, x, x_stride, b, sums);
-            else
-                block_sums_q4_0<R>(rq, partner, x, x_stride, b, sums);
-            const __m512 w = pair_scales(rq + record_quant_bytes(kFormat), partner);
-            for (int r = 0; r < R; ++r)
-                acc[q][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[r]),
-                                            _mm512_mul_ps(w, _mm512_set1_ps(x[r * x_stride + b].d)),
+            rq[q] = record + 2 * q * stride;
+            prefetch_ahead<kFormat>(rq[q]);
+            prefetch_ahead<kFormat>(rq[q] + partner);
+        }
+        __m512i sums[G][R];
+        for (int r = 0; r < R; ++r) {
+            const __m512i start = _mm512_set1_epi32(-kOffset * x[r * x_stride + b].sum);
+            for (int q = 0; q < G; ++q) sums[q][r] = start;
+        }
+        if constexpr (kFormat == GroupedFormat::q8_0) {
+            const __m512i bias = _mm512_set1_epi8(static_cast<char>(0x80));
+            for (int s = 0; s < 8; ++s) {
+                __m512i w[G];
+                for (int q = 0; q < G; ++q)
+                    w[q] = _mm512_xor_si512(load_pair(rq[q] + 32 * s, partner), bias);
+                for (int r = 0; r < R; ++r) {
+                    const __m512i a = broadcast4(x[r * x_stride + b], s);
+                    for (int q = 0; q < G; ++q)
+                        sums[q][r] = _mm512_dpbusd_epi32(sums[q][r], w[q], a);
+                }
+            }
+        } else {
+            const __m512i nibble = _mm512_set1_epi8(0x0F);
+            for (int p = 0; p < 4; ++p) {
+                __m512i lo[G], hi[G];
+                for (int q = 0; q < G; ++q) {
+                    const __m512i packed = load_pair(rq[q] + 32 * p, partner);
+                    lo[q] = _mm512_and_si512(packed, nibble);
+                    hi[q] = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+                }
+                for (int r = 0; r < R; ++r) {
+                    const __m512i a_lo = broadcast4(x[r * x_stride + b], 2 * p);
+                    const __m512i a_hi = broadcast4(x[r * x_stride + b], 2 * p + 1);
+                    for (int q = 0; q < G; ++q) {
+                        sums[q][r] = _mm512_dpbusd_epi32(sums[q][r], lo[q], a_lo);
+                        sums[q][r] = _mm512_dpbusd_epi32(sums[q][r], hi[q], a_hi);
+                    }
+                }
+            }
+        }
+        __m512 w[G];
+        for (int q = 0; q < G; ++q)
+            w[q] = pair_scales(rq[q] + record_quant_bytes(kFormat), partner);
+        for (int r = 0; r < R; ++r) {
+            const __m512 dx = _mm512_set1_ps(x[r * x_stride + b].d);
+            for (int q = 0; q < G; ++q)
+                acc[q][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(sums[q][r]), _mm512_mul_ps(w[q], dx),
                                             acc[q][r]);
         }
     }
@@ -169,8 +178,8 @@ void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlo
     const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
     row_passes<kMaxRows>(rows_total, [&](auto height, std::int64_t m) {
         constexpr int R = decltype(height)::value;
-        rows<kFormat, R, R <= kNarrowRows<kFormat> ? kNarrowPairs : 1>(
-            tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
+        rows<kFormat, R, R <= kNarrowRows ? kNarrowPairs : 1>(tile, nb, n, x + m * x_stride,
+                                                              x_stride, y + m * ldy, ldy);
     });
 }
 

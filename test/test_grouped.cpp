@@ -79,7 +79,7 @@ struct Case {
     std::int64_t k, n, rows;
 };
 // Rows: every pass height of every ISA (AVX2 up to 4 rows per pass,
-// AVX-512 up to 8) and the passes whose column groups go side by side (AVX2:
+// AVX-512 up to 8, Q4_0 4) and the passes whose column groups go side by side (AVX2:
 // 1 row over 4 or 2 groups; AVX-512: 1-4 rows over 2 pairs, then a pair,
 // then a group alone: 55 columns are 7 groups, the last partial, 100 are
 // 13; 12 rows: 8, then 4 over 2 pairs); columns: partial groups and

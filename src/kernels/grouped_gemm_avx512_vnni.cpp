@@ -5,8 +5,9 @@
 // column groups (grouped_layout.hpp), group g in lanes 0-7 and g + 1 in
 // 8-15, so a block still ends in column sums without a horizontal reduction.
 // Up to 8 rows share each weight load, and a pass of up to 4 rows shares
-// each activation broadcast between two pairs. Bits as the scalar reference
-// (grouped_gemm.hpp): the block sums are the same exact integers.
+// each activation broadcast between two pairs (kPassRows). Bits as the
+// scalar reference (grouped_gemm.hpp): the block sums are the same exact
+// integers.
 //
 // GCC 12's AVX-512 intrinsics (here _mm512_inserti64x4, _mm512_cvtph_ps,
 // _mm512_cvtepi32_ps) start from a deliberately undefined register and then
@@ -24,10 +25,6 @@
 namespace swiglu::detail {
 
 namespace {
-
-// Rows per pass: 8 f32 and 8 s32 accumulators of the 32 zmm registers, the
-// rest for the weights, their nibbles and the broadcasts.
-constexpr int kMaxRows = 8;
 
 // 32 bytes of a group's record at p and the same 32 of its partner's at
 // p + partner (0: a last group alone, whose upper lanes are then computed
@@ -62,16 +59,24 @@ inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
         _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
 }
 
-// Pairs of groups a pass reads side by side: G = 2 for passes of up to
+// Pairs of groups a pass reads side by side: 2 for passes of up to
 // kNarrowRows rows, else 1. Every broadcast of 4 activation quants then
-// meets both pairs: a pass of R rows over one pair issues a broadcast per
-// vpdpbusd, over two pairs one per two. Alternated runs on an AVX-512 EPYC
-// (docs/measurements.md, "Two pairs share each broadcast") chose these: 4
-// rows over 2 pairs ran 1.2-1.4x a pass over 1, in L2 and from DRAM; 5-8
-// rows over 2 (fewer accumulators left for rows) and 3 pairs were no
-// faster from DRAM, Q8_0 0.83-0.94x.
+// meets both pairs: a pass over one pair issues a broadcast per vpdpbusd,
+// over two pairs one per two. 4 rows' s32 and f32 accumulators over 2
+// pairs take 16 of the 32 zmm registers; more rows over 2 pairs, or 3
+// pairs, were no faster.
 constexpr int kNarrowRows = 4;
 constexpr int kNarrowPairs = 2;
+
+// Rows per pass: Q4_0 in passes of 4 rows over 2 pairs; Q8_0 in passes of
+// up to 8 rows over 1 pair (8 f32 and 8 s32 accumulators), its weight
+// records being twice Q4_0's, so that each weight load meets more rows.
+// Alternated runs on an AVX-512 EPYC, 2 threads (docs/measurements.md,
+// "Two pairs share each broadcast"): 4 rows over 2 pairs against 1 ran
+// 1.1-1.7x in the block (llama7b, cyber), Q4_0's 8-32 rows in passes of 4
+// 1.02-1.27x, Q8_0's 0.89-0.97x at 8 rows.
+template <GroupedFormat kFormat>
+constexpr int kPassRows = kFormat == GroupedFormat::q4_0 ? kNarrowRows : 8;
 
 // R rows of y over G pairs of groups from `first` on (pair q: groups at
 // first + 2 q stride and that + partner), columns from c0: per pair, its
@@ -176,7 +181,7 @@ template <GroupedFormat kFormat>
 void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlock* x,
           std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
     const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
-    row_passes<kMaxRows>(rows_total, [&](auto height, std::int64_t m) {
+    row_passes<kPassRows<kFormat>>(rows_total, [&](auto height, std::int64_t m) {
         constexpr int R = decltype(height)::value;
         rows<kFormat, R, R <= kNarrowRows ? kNarrowPairs : 1>(tile, nb, n, x + m * x_stride,
                                                               x_stride, y + m * ldy, ldy);

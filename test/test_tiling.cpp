@@ -119,6 +119,14 @@ TEST_CASE("the reference shapes are cut as designed") {
     // glass: one tile per phase (small work, one primitive call each).
     CHECK(plan_columns(341, 2 * 128 * 4).count == 1);
     CHECK(plan_columns(128, 341 * 4).count == 1);
+    // cyber f32's gate|up (3 MiB): 4 tiles, not 3 (an odd count of a few
+    // tiles leaves one of 2 cores idle at a few tokens); d = 768, f = 2048
+    // bf16's down (3 MiB): 4, and its gate|up (6 MiB) 6 as before. 8 tiles
+    // and more stay as they are.
+    CHECK(plan_columns(1024, 2 * 384 * 4).count == 4);
+    CHECK(plan_columns(768, 2048 * 2).count == 4);
+    CHECK(plan_columns(2048, 2 * 768 * 2).count == 6);
+    CHECK(plan_columns(64 * 9, 1 << 20).count == 9);
     // llama7b: 64-column tiles, enough tasks for any core count.
     CHECK(plan_columns(11008, 2 * 4096 * 4).width == 64);
     CHECK(plan_columns(4096, 11008 * 4).width == 64);

@@ -25,7 +25,11 @@ struct ColumnTiling {
 // core's L2 while a row tile runs over it), widths a multiple of 64 columns
 // (oneDNN's f32 weight block: 64 columns, or 32 in core/packed_block.cpp's
 // choice for streamed blocks), as few tiles as that allows: each tile is one
-// primitive execution, which costs ~0.3 us whatever its size.
+// primitive execution, which costs ~0.3 us whatever its size. Except that 3,
+// 5 or 7 tiles become one more: at a few tokens a tile is one task, and an
+// odd count left one of 2 cores idle for a tile's time (cyber f32's gate|up,
+// 3 -> 4 tiles: 1.03-1.15x at 1-8 tokens, 0.96-1.0x at 32; d = 768,
+// f = 2048 bf16's down, 3 -> 4: 1.0-1.2x at 1-8 tokens).
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
                           std::int64_t tile_bytes = std::int64_t{1} << 20);
 

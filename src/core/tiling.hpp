@@ -28,7 +28,7 @@ struct ColumnTiling {
 // primitive execution, which costs ~0.3 us whatever its size. Except that 3,
 // 5 or 7 tiles become one more: at a few tokens a tile is one task, and an
 // odd count left one of 2 cores idle for a tile's time (cyber f32's gate|up,
-// 3 -> 4 tiles: 1.03-1.15x at 1-8 tokens, 0.96-1.0x at 32; d = 768,
+// 3 -> 4 tiles: 1.03-1.15x at 1 and 8 tokens, 0.96-1.03x at 16-32; d = 768,
 // f = 2048 bf16's down, 3 -> 4: 1.0-1.2x at 1-8 tokens).
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
                           std::int64_t tile_bytes = std::int64_t{1} << 20);

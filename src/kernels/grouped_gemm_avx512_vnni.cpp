@@ -63,8 +63,8 @@ inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
 // kNarrowRows rows, else 1. Every broadcast of 4 activation quants then
 // meets both pairs: a pass over one pair issues a broadcast per vpdpbusd,
 // over two pairs one per two. 4 rows' s32 and f32 accumulators over 2
-// pairs take 16 of the 32 zmm registers; more rows over 2 pairs, or 3
-// pairs, were no faster.
+// pairs take 16 of the 32 zmm registers; 5-6 rows over 2 pairs, or 3
+// pairs, were no faster from DRAM (Q8_0: slower).
 constexpr int kNarrowRows = 4;
 constexpr int kNarrowPairs = 2;
 
@@ -72,9 +72,9 @@ constexpr int kNarrowPairs = 2;
 // up to 8 rows over 1 pair (8 f32 and 8 s32 accumulators), its weight
 // records being twice Q4_0's, so that each weight load meets more rows.
 // Alternated runs on an AVX-512 EPYC, 2 threads (docs/measurements.md,
-// "Two pairs share each broadcast"): 4 rows over 2 pairs against 1 ran
-// 1.1-1.7x in the block (llama7b, cyber), Q4_0's 8-32 rows in passes of 4
-// 1.02-1.27x, Q8_0's 0.89-0.97x at 8 rows.
+// "Two pairs share each broadcast"): 4 rows over 2 pairs against 1, in the
+// block, 0.96-1.7x (most 1.1-1.5x; llama7b, cyber, glass), Q4_0's 8-32
+// rows in passes of 4 0.96-1.27x (most 1.02-1.09x), Q8_0's 0.89-1.0x at 8.
 template <GroupedFormat kFormat>
 constexpr int kPassRows = kFormat == GroupedFormat::q4_0 ? kNarrowRows : 8;
 

@@ -62,9 +62,10 @@ inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
 // Pairs of groups a pass reads side by side: 2 for passes of up to
 // kNarrowRows rows, else 1. Every broadcast of 4 activation quants then
 // meets both pairs: a pass over one pair issues a broadcast per vpdpbusd,
-// over two pairs one per two. 4 rows' s32 and f32 accumulators over 2
-// pairs take 16 of the 32 zmm registers; 5-6 rows over 2 pairs, or 3
-// pairs, were no faster from DRAM (Q8_0: slower).
+// over two pairs one per two; and a core reads 4 weight streams, where so
+// few rows leave one stream short of DRAM's rate. 4 rows' s32 and f32
+// accumulators over 2 pairs take 16 of the 32 zmm registers; 5-6 rows over
+// 2 pairs, or 3 pairs, were no faster from DRAM (Q8_0: slower).
 constexpr int kNarrowRows = 4;
 constexpr int kNarrowPairs = 2;
 

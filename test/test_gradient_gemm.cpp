@@ -63,26 +63,30 @@ const std::int64_t kCols[] = {1, 15, 16, 17, 33, 64, 65, 131};
 TEST_SUITE("gradient_gemm") {
 
 TEST_CASE("packing places every column of the range, zero padding, nothing else") {
-    const std::int64_t k = 5, n = 37, ld = 41;
+    // n = 48: whole blocks only; widths other than the kernels' take the
+    // generic copy.
+    const std::int64_t k = 5, ld = 49;
     const auto m = swiglu::test::uniform(std::size_t(k * ld), 1.0f, 3);
-    for (std::int64_t width : {kGradientStrip, kPanelColumns}) {
-        CAPTURE(width);
-        const std::int64_t blocks = (n + width - 1) / width;
-        std::vector<float> packed(std::size_t(blocks * k * width), -9.0f);
-        pack_column_blocks(m.data(), ld, k, n, width, 1, blocks, packed.data(), k);
-        for (std::int64_t b = 0; b < blocks; ++b)
-            for (std::int64_t t = 0; t < k; ++t)
-                for (std::int64_t j = 0; j < width; ++j) {
-                    const float v = packed[std::size_t((b * k + t) * width + j)];
-                    const std::int64_t c = b * width + j;
-                    if (b == 0)
-                        CHECK(v == -9.0f);  // outside the range: untouched
-                    else if (c < n)
-                        CHECK(v == m[std::size_t(t * ld + c)]);
-                    else
-                        CHECK(v == 0.0f);
-                }
-    }
+    for (std::int64_t n : {37, 48})
+        for (std::int64_t width : {kGradientStrip, kPanelColumns, std::int64_t(5)}) {
+            CAPTURE(n);
+            CAPTURE(width);
+            const std::int64_t blocks = (n + width - 1) / width;
+            std::vector<float> packed(std::size_t(blocks * k * width), -9.0f);
+            pack_column_blocks(m.data(), ld, k, n, width, 1, blocks, packed.data(), k);
+            for (std::int64_t b = 0; b < blocks; ++b)
+                for (std::int64_t t = 0; t < k; ++t)
+                    for (std::int64_t j = 0; j < width; ++j) {
+                        const float v = packed[std::size_t((b * k + t) * width + j)];
+                        const std::int64_t c = b * width + j;
+                        if (b == 0)
+                            CHECK(v == -9.0f);  // outside the range: untouched
+                        else if (c < n)
+                            CHECK(v == m[std::size_t(t * ld + c)]);
+                        else
+                            CHECK(v == 0.0f);
+                    }
+        }
 }
 
 TEST_CASE("token rows packed in ranges into longer blocks equal one packing of them all") {

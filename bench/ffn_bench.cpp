@@ -459,10 +459,14 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                     // other processes took a core's share (under load an
                     // OpenMP baseline waits for a preempted thread at each
                     // barrier: glass measured 1658x, consistently), is not
-                    // printed as a figure: in parentheses, and flagged.
+                    // printed at all: "(?)", and the row flagged. In
+                    // parentheses it had still reached the user (8903x at
+                    // glass q4_0, one token, beside a build).
                     const bool doubtful = pt.noisy || pt.others > kBusyCpus;
-                    std::snprintf(speedup, sizeof speedup, doubtful ? "(%.2fx)" : "%.2fx",
-                                  pt.ratio.median);
+                    if (doubtful)
+                        std::snprintf(speedup, sizeof speedup, "(?)");
+                    else
+                        std::snprintf(speedup, sizeof speedup, "%.2fx", pt.ratio.median);
                 }
                 const std::string flags = row_flags(pt);
                 std::printf(
@@ -500,8 +504,8 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
         "two interleaved); speedup = median of the per-round ratios baseline / ffn; +-%% = half "
         "the p10..p90 range, %% of the median (of ffn's samples, of the ratios); others = CPUs' "
         "worth of time other processes used meanwhile; flags: noisy = the ratios' spread (ffn's "
-        "without a baseline) stayed over 20 %%, busy = others over 0.25: either puts the "
-        "speedup in parentheses (not a figure to quote)\n");
+        "without a baseline) stayed over 20 %%, busy = others over 0.25: either leaves the "
+        "speedup out, (?): no figure to quote (run again on a quieter machine)\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
     // The host's bandwidth swings: the M=1 rows' roof% uses the probe made
     // before the profile; this one shows whether it held.

@@ -63,8 +63,8 @@ const std::int64_t kCols[] = {1, 15, 16, 17, 33, 64, 65, 131};
 TEST_SUITE("gradient_gemm") {
 
 TEST_CASE("packing places every column of the range, zero padding, nothing else") {
-    // n = 48: whole blocks only; widths other than the kernels' take the
-    // generic copy.
+    // n = 48: whole strips and panels only; a width other than the
+    // kernels' (5) takes the generic copy.
     const std::int64_t k = 5, ld = 49;
     const auto m = swiglu::test::uniform(std::size_t(k * ld), 1.0f, 3);
     for (std::int64_t n : {37, 48})

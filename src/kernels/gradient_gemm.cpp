@@ -47,15 +47,17 @@ void pack_whole_blocks(const float* matrix, std::int64_t ld, std::int64_t k, std
 void pack_column_blocks(const float* matrix, std::int64_t ld, std::int64_t k, std::int64_t n,
                         std::int64_t width, std::int64_t b0, std::int64_t b1, float* packed,
                         std::int64_t block_rows) noexcept {
-    // Blocks before `whole` lie wholly inside the n columns.
-    const std::int64_t whole = std::max(b0, std::min(b1, n / width));
-    if (width == kGradientStrip)
-        pack_whole_blocks<kGradientStrip>(matrix, ld, k, b0, whole, packed, block_rows);
-    else if (width == kPanelColumns)
-        pack_whole_blocks<kPanelColumns>(matrix, ld, k, b0, whole, packed, block_rows);
-    else
-        pack_blocks(matrix, ld, k, n, width, b0, whole, packed, block_rows);
-    pack_blocks(matrix, ld, k, n, width, whole, b1, packed, block_rows);
+    // The kernels' widths: blocks before `rest` lie wholly inside the n
+    // columns; the rest (any block of another width) take the generic copy.
+    std::int64_t rest = b0;
+    if (width == kGradientStrip || width == kPanelColumns) {
+        rest = std::max(b0, std::min(b1, n / width));
+        if (width == kGradientStrip)
+            pack_whole_blocks<kGradientStrip>(matrix, ld, k, b0, rest, packed, block_rows);
+        else
+            pack_whole_blocks<kPanelColumns>(matrix, ld, k, b0, rest, packed, block_rows);
+    }
+    pack_blocks(matrix, ld, k, n, width, rest, b1, packed, block_rows);
 }
 
 Isa gradient_gemm_isa(Isa isa) noexcept { return panel_kernels_isa(isa); }

@@ -179,7 +179,6 @@ void BackwardBlock::plan_gradients(const Layout (&layouts)[3]) {
             g.b_stride = out_in ? f : d;
         }
         g.row_tiles = tiling(g.rows, kGradientTileRows);
-        g.col_tiles = tiling(g.cols, kGradientTileCols);
     }
 }
 
@@ -235,6 +234,7 @@ struct BackwardChunk {
     GradientSpan span;
     int pack_tasks[4] = {};      // prefix sums over the asked gradients: phase T
     int gradient_tasks[4] = {};  // and phase C
+    ColumnTiling gradient_cols[3];  // each gradient's column tiles for the span
     float* gradient_out[3] = {};
     PhaseRunner runner;
 
@@ -300,17 +300,18 @@ struct BackwardChunk {
         int role = 0;
         while (task >= gradient_tasks[role + 1]) ++role;
         const GradientGeometry& g = block.gradients[role];
+        const ColumnTiling& cols = gradient_cols[role];
         const std::int64_t tile = task - gradient_tasks[role];
         // Consecutive tasks share the tile of the larger operand (B's
         // panels when dW is wider than tall), which then stays in cache.
         const bool columns_outer = g.cols > g.rows;
-        const std::int64_t i = columns_outer ? tile % g.row_tiles.count : tile / g.col_tiles.count;
-        const std::int64_t j = columns_outer ? tile / g.row_tiles.count : tile % g.col_tiles.count;
-        const std::int64_t r0 = g.row_tiles.begin(i), c0 = g.col_tiles.begin(j);
+        const std::int64_t i = columns_outer ? tile % g.row_tiles.count : tile / cols.count;
+        const std::int64_t j = columns_outer ? tile / g.row_tiles.count : tile % cols.count;
+        const std::int64_t r0 = g.row_tiles.begin(i), c0 = cols.begin(j);
         const bool add = !span.first || sink.accumulate;
         block.gradient_gemm(ws.strips[role].data() + r0 * span.rows,
                             ws.panels[role].data() + c0 * span.rows, span.rows, g.row_tiles.size(i),
-                            g.col_tiles.size(j), gradient_out[role] + r0 * g.cols + c0, g.cols,
+                            cols.size(j), gradient_out[role] + r0 * g.cols + c0, g.cols,
                             add);
     }
 
@@ -393,6 +394,7 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
             const GradientGeometry& g = backward.gradients[role];
             const bool asked = outputs[role] != nullptr;
             chunk.gradient_out[role] = outputs[role];
+            chunk.gradient_cols[role] = gradient_column_tiles(g.cols, chunk.span.rows);
             chunk.pack_tasks[role + 1] =
                 chunk.pack_tasks[role] +
                 (asked ? static_cast<int>(ceil_div(strip_count(g.rows), kStripsPerPackTask) +
@@ -400,7 +402,7 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
                        : 0);
             chunk.gradient_tasks[role + 1] =
                 chunk.gradient_tasks[role] +
-                (asked ? static_cast<int>(g.row_tiles.count * g.col_tiles.count) : 0);
+                (asked ? static_cast<int>(g.row_tiles.count * chunk.gradient_cols[role].count) : 0);
         }
         chunk.run<&BackwardChunk::phase_a>(use, chunk.row_tiles * backward.dact.columns.count);
         if (chunk.gradient_tasks[3] > 0)

@@ -37,6 +37,7 @@
 // thread count: results are bit-identical for any thread count.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -61,13 +62,33 @@ struct GradientSink {
     bool accumulate = false;  // add into the buffers instead of overwriting
 };
 
-// A weight-gradient task's tile of dW: at most this many rows (whole
-// strips) and columns (whole groups of 4 panels, which the AVX-512 kernel
-// reads together). Consecutive tasks share the operand tile of the longer
-// side, so it stays in L2 (a 96 x 256 tile over a span of 512 token rows
-// reads 192 KiB of S and 512 KiB of B).
+// A weight-gradient task's tile of dW: at most kGradientTileRows rows
+// (whole strips), and as many columns (whole groups of 4 panels, which the
+// AVX-512 kernel reads together) as keep B's tile, the span's rows by the
+// tile's columns, within kGradientPanelTileBytes: 256 columns over a span
+// of 512 token rows, every column of llama7b over 16. Consecutive tasks
+// share the operand tile of the longer side, so it stays in L2 (a 96 x 256
+// tile over 512 token rows reads 192 KiB of S and 512 KiB of B). Wide
+// tiles over few token rows write dW in long runs of each row: llama7b's
+// gradients at 16 token rows, 2 threads, ran 1.3-1.7x faster than in tiles
+// 256 wide, and 4-6 % faster at 128-256 (docs/measurements.md, "Gradient
+// tiles as wide as the span allows").
 inline constexpr std::int64_t kGradientTileRows = 16 * kGradientStrip;
-inline constexpr std::int64_t kGradientTileCols = 16 * kPanelColumns;
+inline constexpr std::int64_t kGradientPanelTileBytes = std::int64_t{512} << 10;
+
+// dW's column tiles for a span of `span_rows` token rows.
+constexpr ColumnTiling gradient_column_tiles(std::int64_t cols, std::int64_t span_rows) {
+    constexpr std::int64_t group = 4 * kPanelColumns;
+    const std::int64_t fit =
+        kGradientPanelTileBytes / (span_rows * std::int64_t{sizeof(float)}) / group * group;
+    const std::int64_t width = std::min(cols, fit > group ? fit : group);
+    const std::int64_t count = (cols + width - 1) / width;
+    return {cols, width, count, cols - (count - 1) * width};
+}
+static_assert(gradient_column_tiles(11008, 512).width == 256);
+static_assert(gradient_column_tiles(11008, 128).width == 1024);
+static_assert(gradient_column_tiles(4096, 16).width == 4096);
+static_assert(gradient_column_tiles(341, 512).tail == 85);
 
 // Token rows a weight gradient sums in one pass (phase C), as whole chunks.
 inline constexpr std::int64_t kGradientSpanRows = 2 * kChunkRows;
@@ -99,7 +120,7 @@ struct GradientGeometry {
     bool out_in = true;  // S = the output gradient, B = the input; else the reverse
     std::int64_t rows = 0, cols = 0;
     std::int64_t s_stride = 0, b_stride = 0;  // row strides (elements) of S and B
-    ColumnTiling row_tiles, col_tiles;        // dW's tiles: the tasks
+    ColumnTiling row_tiles;  // dW's row tiles (its column tiles: gradient_column_tiles)
 };
 
 class BackwardBlock {

@@ -232,8 +232,8 @@ struct BackwardChunk {
     int row_tiles = 0;
     std::int64_t rows = 0;  // in this chunk
     GradientSpan span;
-    int pack_tasks[4] = {};      // prefix sums over the asked gradients: phase T
-    int gradient_tasks[4] = {};  // and phase C
+    int pack_tasks[4] = {};         // prefix sums over the asked gradients: phase T
+    int gradient_tasks[4] = {};     // and phase C
     ColumnTiling gradient_cols[3];  // each gradient's column tiles for the span
     float* gradient_out[3] = {};
     PhaseRunner runner;
@@ -311,8 +311,7 @@ struct BackwardChunk {
         const bool add = !span.first || sink.accumulate;
         block.gradient_gemm(ws.strips[role].data() + r0 * span.rows,
                             ws.panels[role].data() + c0 * span.rows, span.rows, g.row_tiles.size(i),
-                            cols.size(j), gradient_out[role] + r0 * g.cols + c0, g.cols,
-                            add);
+                            cols.size(j), gradient_out[role] + r0 * g.cols + c0, g.cols, add);
     }
 
     // dx tile from [dgate | dup], into dx.

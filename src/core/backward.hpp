@@ -66,7 +66,7 @@ struct GradientSink {
 // (whole strips), and as many columns (whole groups of 4 panels, which the
 // AVX-512 kernel reads together) as keep B's tile, the span's rows by the
 // tile's columns, within kGradientPanelTileBytes: 256 columns over a span
-// of 512 token rows, every column of llama7b over 16. Consecutive tasks
+// of 512 token rows, 8192 over 16 (all of a 4096-wide dW). Consecutive tasks
 // share the operand tile of the longer side, so it stays in L2 (a 96 x 256
 // tile over 512 token rows reads 192 KiB of S and 512 KiB of B). Wide
 // tiles over few token rows write dW in long runs of each row: llama7b's

@@ -158,12 +158,6 @@ void BackwardBlock::pack(const PackedBlock& block) {
 // (in, out) dW = In^T @ dOut, with In / dOut the span's rows of x and
 // [dgate | dup] (gate, up) or of act and dy (down).
 void BackwardBlock::plan_gradients(const Layout (&layouts)[3]) {
-    auto tiling = [](std::int64_t n, std::int64_t width) {
-        ColumnTiling t{n, std::min(width, n), 0, 0};
-        t.count = (n + t.width - 1) / t.width;
-        t.tail = n - (t.count - 1) * t.width;
-        return t;
-    };
     for (int role = 0; role < 3; ++role) {
         GradientGeometry& g = gradients[role];
         const bool out_in = g.out_in = layouts[role] == Layout::out_in;
@@ -178,7 +172,7 @@ void BackwardBlock::plan_gradients(const Layout (&layouts)[3]) {
             g.s_stride = out_in ? d : f;
             g.b_stride = out_in ? f : d;
         }
-        g.row_tiles = tiling(g.rows, kGradientTileRows);
+        g.row_tiles = fixed_width_tiles(g.rows, kGradientTileRows);
     }
 }
 

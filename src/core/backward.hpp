@@ -37,7 +37,6 @@
 // thread count: results are bit-identical for any thread count.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -47,6 +46,7 @@
 #include "common/aligned_buffer.hpp"
 #include "core/packed_block.hpp"
 #include "core/thread_pool.hpp"
+#include "core/tiling.hpp"
 #include "core/workspace.hpp"
 #include "kernels/gradient_gemm.hpp"
 #include "kernels/panel_gemm.hpp"
@@ -81,9 +81,7 @@ constexpr ColumnTiling gradient_column_tiles(std::int64_t cols, std::int64_t spa
     constexpr std::int64_t group = 4 * kPanelColumns;
     const std::int64_t fit =
         kGradientPanelTileBytes / (span_rows * std::int64_t{sizeof(float)}) / group * group;
-    const std::int64_t width = std::min(cols, fit > group ? fit : group);
-    const std::int64_t count = (cols + width - 1) / width;
-    return {cols, width, count, cols - (count - 1) * width};
+    return fixed_width_tiles(cols, fit > group ? fit : group);
 }
 static_assert(gradient_column_tiles(11008, 512).width == 256);
 static_assert(gradient_column_tiles(11008, 128).width == 1024);

@@ -18,15 +18,10 @@ int bucket_of(std::int64_t height, int min_bucket) {
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
                           std::int64_t tile_bytes) {
     constexpr std::int64_t kBlock = 64;
-    ColumnTiling t;
-    t.columns = columns;
     std::int64_t wanted = std::max<std::int64_t>(
         1, ceil_div(columns * bytes_per_column, std::max<std::int64_t>(1, tile_bytes)));
     if (wanted > 1 && wanted < 8 && wanted % 2 == 1) ++wanted;  // an even count (tiling.hpp)
-    t.width = std::min(columns, ceil_div(ceil_div(columns, wanted), kBlock) * kBlock);
-    t.count = ceil_div(columns, t.width);
-    t.tail = columns - (t.count - 1) * t.width;
-    return t;
+    return fixed_width_tiles(columns, ceil_div(ceil_div(columns, wanted), kBlock) * kBlock);
 }
 
 ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached) {

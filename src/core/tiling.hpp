@@ -21,6 +21,15 @@ struct ColumnTiling {
     bool is_tail(std::int64_t tile) const { return tile + 1 == count && tail != width; }
 };
 
+// `columns` (>= 1) in tiles of `width`, or one tile of all of them when
+// fewer: every tiling here ends that way, whatever chooses its width.
+constexpr ColumnTiling fixed_width_tiles(std::int64_t columns, std::int64_t width) {
+    const std::int64_t w = width < columns ? width : columns;
+    const std::int64_t count = (columns + w - 1) / w;
+    return {columns, w, count, columns - (count - 1) * w};
+}
+static_assert(fixed_width_tiles(341, 256).tail == 85 && fixed_width_tiles(7, 96).count == 1);
+
 // Tiles whose weight slice is at most about `tile_bytes` (so it stays in a
 // core's L2 while a row tile runs over it), widths a multiple of 64 columns
 // (oneDNN's f32 weight block: 64 columns, or 32 in core/packed_block.cpp's

@@ -3,8 +3,8 @@
 // against the fp64 reference (odd shapes, both layouts, saved or recomputed
 // activations, token counts across the 256-row chunk); central finite
 // differences; accumulate against write; dx in place; bit-identical results
-// for any thread count; the seed's known values; saturated and non-finite
-// gates; and bad arguments, which write nothing.
+// for any thread count; dx in slices of its inputs; the seed's known values;
+// saturated and non-finite gates; and bad arguments, which write nothing.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -268,6 +268,37 @@ TEST_CASE("bit-identical for any thread count") {
             run_backward(Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1}), x, dy, tokens);
         for (int threads : {2, 3, 4}) {
             CAPTURE(tokens);
+            CAPTURE(threads);
+            CHECK(same_bits(
+                run_backward(Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{threads}), x,
+                             dy, tokens),
+                one));
+        }
+    }
+}
+
+// dx's inputs in slices (core/backward.hpp, dx_input_slices): 256 rows of
+// [dgate | dup] 2 x 2100 wide are over 4 MiB, so the first chunk runs dx in
+// two slices (4096 inputs and 104), the second (44 rows) in one.
+TEST_CASE(
+    "dx in slices of its inputs: against the fp64 reference, the same bits for any thread "
+    "count") {
+    const std::int64_t d = 24, f = 2100, tokens = 300;
+    for (const Layout layout : {Layout::out_in, Layout::in_out}) {
+        CAPTURE(layout == Layout::out_in);
+        RandomBlock b(d, f, layout, 81);
+        const auto x = test::random_input(tokens, d, 82);
+        const auto dy = test::random_input(tokens, d, 83);
+        const auto ref = test::reference_backward(x.data(), dy.data(), tokens, b.gate_view(),
+                                                  b.up_view(), b.down_view());
+        const double tol = test::backward_tolerance(d, f, tokens);
+        const Result one =
+            run_backward(Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1}), x, dy, tokens);
+        CHECK(test::relative_error(one.dx, ref.dx) <= tol);
+        CHECK(test::relative_error(one.gate, ref.gate) <= tol);
+        CHECK(test::relative_error(one.up, ref.up) <= tol);
+        CHECK(test::relative_error(one.down, ref.down) <= tol);
+        for (int threads : {2, 3}) {
             CAPTURE(threads);
             CHECK(same_bits(
                 run_backward(Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{threads}), x,

@@ -6,6 +6,8 @@
 //    many shapes (1, 7, 13, 33, 341 inputs; 1..131 columns: up to 9 panels,
 //    which few rows read 2 or 4 at a time, the last ones alone; 1..17 and
 //    33 rows: every pass height each ISA has, and more than one pass);
+//  - calls over consecutive ranges of the inputs (PanelGemmRange) give one
+//    call's bits, on every ISA;
 //  - NaN and inf in x or in a weight propagate to their own outputs only.
 #include <doctest/doctest.h>
 
@@ -166,6 +168,45 @@ TEST_CASE("tall row tiles and streamed tiles: every ISA gives the scalar referen
     };
     for (const Shape& s : shapes)
         for (std::int64_t rows : s.rows) check_against_scalar(s.k, s.n, rows);
+}
+
+// The backward's dx runs its inputs in slices of whole blocks
+// (core/backward.hpp): each slice after the first adds to what the ones
+// before wrote, and together they must give one call's bits.
+TEST_CASE("calls over consecutive input ranges give one call's bits, on every ISA") {
+    struct Shape {
+        std::int64_t k, n, rows;
+        std::vector<std::int64_t> cuts;  // multiples of kPanelBlock inside (0, k)
+    };
+    const Shape shapes[] = {
+        {129, 17, 3, {128}},
+        {341, 67, 17, {128, 256}},
+        {4099, 67, 64, {1024, 3968, 4096}},  // 6 x 4 passes, streamed, a 3-input last slice
+        {2053, 131, 5, {2048}},
+    };
+    for (const Shape& s : shapes)
+        for (PanelType type : kTypes)
+            for (Isa isa : kIsas) {
+                const PanelTypeKernels kern = panel_kernels(isa)[type];
+                if (!kern || !isa_available(isa)) continue;
+                CAPTURE(s.k);
+                CAPTURE(s.rows);
+                CAPTURE(name(type));
+                CAPTURE(isa_name(isa));
+                const Tile t(type, s.k, s.n, unsigned(s.k + s.n));
+                const auto x =
+                    swiglu::test::uniform(std::size_t(s.rows * s.k), 3.0f, unsigned(s.rows));
+                const std::vector<float> want = gemm(kern, t, x, s.rows);
+                std::vector<float> got(want.size(), -7.0f);
+                std::int64_t begin = 0;
+                for (std::size_t c = 0; c <= s.cuts.size(); ++c) {
+                    const std::int64_t end = c < s.cuts.size() ? s.cuts[c] : s.k;
+                    kern.range(t.packed.data(), s.k, begin, end, s.n, x.data(), s.k, s.rows,
+                               got.data(), s.n);
+                    begin = end;
+                }
+                CHECK(got == want);
+            }
 }
 
 TEST_CASE("NaN and inf in x or in a weight stay in their own outputs") {

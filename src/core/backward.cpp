@@ -55,8 +55,10 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
     dx.columns = plan_columns(d, 8 * f, kBackwardTileBytes);
     // The forward's f32 mode is its panels where it owns its kernels.
     const Precision& mode = *block.precision;
-    if (mode.dtype() == Dtype::f32 && mode.own_kernels())
+    if (mode.dtype() == Dtype::f32 && mode.own_kernels()) {
         panel_gemm = panel_kernels()[PanelType::f32].gemm;
+        panel_range = panel_kernels()[PanelType::f32].range;
+    }
     if (!panel_gemm) {
         make_phase_kernels(dact, 0, {}, false);
         make_phase_kernels(dx, 0, {}, false);
@@ -308,7 +310,10 @@ struct BackwardChunk {
                             cols.size(j), gradient_out[role] + r0 * g.cols + c0, g.cols, add);
     }
 
-    // dx tile from [dgate | dup], into dx.
+    // dx tile from [dgate | dup] (on our panels: from the inputs of slice
+    // `slice` of dx_slices), into dx.
+    ColumnTiling dx_slices;
+    std::int64_t slice = 0;
     void phase_b(std::int64_t task, int worker) {
         const std::int64_t j = task / row_tiles;
         const RowTile& t = tiles[task % row_tiles];
@@ -317,8 +322,10 @@ struct BackwardChunk {
         const bool tail = p.columns.is_tail(j);
         const float* source = ws.dgate_up.data() + t.row0 * 2 * block.f;
         if (block.panel_gemm) {  // straight into dx
-            block.panel_gemm(p.tile_data[static_cast<std::size_t>(j)], p.k, w, source, p.k, t.rows,
-                             dx + t.row0 * block.d + c0, block.d);
+            const std::int64_t i0 = dx_slices.begin(slice);
+            block.panel_range(p.tile_data[static_cast<std::size_t>(j)], p.k, i0,
+                              i0 + dx_slices.size(slice), w, source, p.k, t.rows,
+                              dx + t.row0 * block.d + c0, block.d);
             return;
         }
         BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
@@ -403,7 +410,14 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         chunk.n_b = chunk.row_tiles * backward.dx.columns.count;
         chunk.n_cb = chunk.n_b + (chunk.span.ends ? chunk.gradient_tasks[3] : 0);
         chunk.interleave = chunk.row_tiles == 1;
+        // Slices on our panels where B's tasks run after C's (interleaved
+        // with them, one row tile's B tasks are few and spread out).
+        chunk.dx_slices = backward.panel_gemm && !chunk.interleave
+                              ? dx_input_slices(2 * f, n)
+                              : fixed_width_tiles(2 * f, 2 * f);
         chunk.run<&BackwardChunk::phase_cb>(use, chunk.n_cb);
+        for (chunk.slice = 1; chunk.slice < chunk.dx_slices.count; ++chunk.slice)
+            chunk.run<&BackwardChunk::phase_b>(use, chunk.n_b);
     }
 }
 

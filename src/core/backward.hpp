@@ -31,6 +31,9 @@
 //      packed [Wg^T ; Wu^T] tile. After A and T have read x and dy, so dx
 //      may be x or dy themselves; in one phase with C (their tasks
 //      interleaved for a chunk of one row tile: BackwardChunk::phase_cb).
+//      On our panels a chunk's inputs may be cut into slices
+//      (dx_input_slices), each a phase of B's tasks over its inputs, the
+//      first with C.
 // A and B's row tiles are exact powers of two (no padding rows), and C's
 // tiles each sum the span's rows in one kernel call, so every output
 // element is computed by the same kernels in the same order whatever the
@@ -61,6 +64,29 @@ struct GradientSink {
     float* down = nullptr;
     bool accumulate = false;  // add into the buffers instead of overwriting
 };
+
+// dx's inputs (k = 2 f) in slices of whole kPanelBlocks, each small enough
+// that the chunk's `rows` of it, kDxSliceBytes, stay in L3 while every
+// column tile reads them: llama7b's 256 rows of [dgate | dup] are 22.5 MB,
+// which the weight tiles streaming through L3 (a victim cache of L2 on the
+// EPYCs here) pushed out to DRAM. dx's kernel alone on llama7b's chunk,
+// slices of 4096 against none: 1 thread 1.06-1.09x, 2 threads 1.02-1.05x;
+// llama7b's backward at 512 tokens without weight gradients, 2 threads,
+// 2.7 % faster (faster in 7 of 8 alternated rounds), with them level
+// within the noise (docs/measurements.md, "dx in slices of its inputs").
+// The panel kernel sums its blocks in order and each slice adds to the
+// last (PanelGemmRange), so the bits are those of one call.
+inline constexpr std::int64_t kDxSliceBytes = std::int64_t{4} << 20;
+
+constexpr ColumnTiling dx_input_slices(std::int64_t k, std::int64_t rows) {
+    const std::int64_t fit =
+        kDxSliceBytes / (rows * std::int64_t{sizeof(float)}) / kPanelBlock * kPanelBlock;
+    return fixed_width_tiles(k, fit > kPanelBlock ? fit : kPanelBlock);
+}
+static_assert(dx_input_slices(22016, 256).width == 4096 && dx_input_slices(22016, 256).count == 6);
+static_assert(dx_input_slices(2048, 256).count == 1);   // cyber: one slice
+static_assert(dx_input_slices(4200, 256).tail == 104);  // the tests' sliced shape
+static_assert(dx_input_slices(1 << 20, 1 << 16).width == kPanelBlock);
 
 // A weight-gradient task's tile of dW: at most kGradientTileRows rows
 // (whole strips), and as many columns (whole groups of 4 panels, which the
@@ -138,6 +164,7 @@ public:
     // tiles are panels too (Phase::tile_data) and run on that kernel; else
     // null, and oneDNN's kernels of the phases run them.
     PanelGemm panel_gemm = nullptr;
+    PanelGemmRange panel_range = nullptr;  // the same kernel over a slice of the inputs
     WeightArena arena;
     GradientGeometry gradients[3];         // gate, up, down
     GradientGemm gradient_gemm = nullptr;  // this CPU's weight-gradient kernel

@@ -59,8 +59,17 @@ void unpack_f32_panels(const void* tile, std::int64_t k, std::int64_t n, float* 
 using PanelGemm = void (*)(const void* tile, std::int64_t k, std::int64_t n, const float* x,
                            std::int64_t ldx, std::int64_t rows, float* y,
                            std::int64_t ldy) noexcept;
+// The same over inputs [i0, i1) of the tile only (0 <= i0 < i1 <= k, i0 a
+// multiple of kPanelBlock), x's columns i0 .. i1 (x still points at column
+// 0): the blocks from i0 on, as above, y = their sums when i0 == 0, else y +
+// them. So calls over consecutive ranges from 0 to k give the bits of one
+// PanelGemm call (the backward's dx runs its inputs in slices).
+using PanelGemmRange = void (*)(const void* tile, std::int64_t k, std::int64_t i0, std::int64_t i1,
+                                std::int64_t n, const float* x, std::int64_t ldx, std::int64_t rows,
+                                float* y, std::int64_t ldy) noexcept;
 struct PanelTypeKernels {
     PanelGemm gemm = nullptr;
+    PanelGemmRange range = nullptr;
     explicit operator bool() const { return gemm != nullptr; }
 };
 

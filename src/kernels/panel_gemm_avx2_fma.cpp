@@ -106,10 +106,11 @@ template <class T, int R, int G, bool kStream>
 // R rows over G panels: y[r][c0 + 16 q .. c0 + 16 q + 16) for panel q,
 // block by block (panel_gemm.hpp's numerics).
 template <class T, int R, int G, bool kStream>
-void panel_rows(const T* panel, std::int64_t k, std::int64_t stride, const float* x,
-                std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
-    for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock)
-        block_rows<T, R, G, kStream>(panel, i0, std::min(k, i0 + kPanelBlock), stride, x, ldx,
+void panel_rows(const T* panel, std::int64_t begin, std::int64_t end, std::int64_t stride,
+                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0,
+                std::int64_t n) {
+    for (std::int64_t i0 = begin; i0 < end; i0 += kPanelBlock)
+        block_rows<T, R, G, kStream>(panel, i0, std::min(end, i0 + kPanelBlock), stride, x, ldx,
                                      i0 > 0, y, ldy, c0, n);
 }
 
@@ -129,22 +130,24 @@ enum class Read { cached, streamed, grouped };
 // A pass of R rows from `panel` on: over panels_per_pass(R) of them when
 // `grouped`, else over one.
 template <class T, int R>
-void pass(Read read, const T* panel, std::int64_t k, const float* x, std::int64_t ldx, float* y,
-          std::int64_t ldy, std::int64_t c0, std::int64_t n) {
+void pass(Read read, const T* panel, std::int64_t k, std::int64_t begin, std::int64_t end,
+          const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t c0,
+          std::int64_t n) {
     constexpr int G = panels_per_pass(R);
     const std::int64_t stride = k * kPanelColumns;
     if (G > 1 && read == Read::grouped) {
-        panel_rows<T, R, G, true>(panel, k, stride, x, ldx, y, ldy, c0, n);
+        panel_rows<T, R, G, true>(panel, begin, end, stride, x, ldx, y, ldy, c0, n);
     } else if (read != Read::cached) {
-        panel_rows<T, R, 1, true>(panel, k, stride, x, ldx, y, ldy, c0, n);
+        panel_rows<T, R, 1, true>(panel, begin, end, stride, x, ldx, y, ldy, c0, n);
     } else {
-        panel_rows<T, R, 1, false>(panel, k, stride, x, ldx, y, ldy, c0, n);
+        panel_rows<T, R, 1, false>(panel, begin, end, stride, x, ldx, y, ldy, c0, n);
     }
 }
 
 template <class T>
-void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
-          std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+void gemm_range(const void* tile, std::int64_t k, std::int64_t begin, std::int64_t end,
+                std::int64_t n, const float* x, std::int64_t ldx, std::int64_t rows, float* y,
+                std::int64_t ldy) noexcept {
     const std::int64_t panels = panel_count(n), stride = k * kPanelColumns;
     // 1 or 2 rows: one pass, over groups of panels (the last ones alone).
     const std::int64_t group = rows < kMaxRows ? panels_per_pass(static_cast<int>(rows)) : 1;
@@ -153,15 +156,23 @@ void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std:
         row_passes<kMaxRows>(rows, [&](auto height, std::int64_t m) {
             const Read read = m > 0 ? Read::cached : grouped ? Read::grouped : Read::streamed;
             pass<T, decltype(height)::value>(read, static_cast<const T*>(tile) + p * stride, k,
-                                             x + m * ldx, ldx, y + m * ldy, ldy, p * kPanelColumns,
-                                             n);
+                                             begin, end, x + m * ldx, ldx, y + m * ldy, ldy,
+                                             p * kPanelColumns, n);
         });
         p += grouped ? group : 1;
     }
 }
 
+template <class T>
+void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
+          std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+    gemm_range<T>(tile, k, 0, k, n, x, ldx, rows, y, ldy);
+}
+
 }  // namespace
 
-PanelKernels panel_kernels_avx2_fma() noexcept { return {{&gemm<float>}, {&gemm<std::uint16_t>}}; }
+PanelKernels panel_kernels_avx2_fma() noexcept {
+    return {{&gemm<float>, &gemm_range<float>}, {&gemm<std::uint16_t>, &gemm_range<std::uint16_t>}};
+}
 
 }  // namespace swiglu::detail

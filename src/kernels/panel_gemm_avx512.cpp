@@ -100,8 +100,9 @@ void block_rows(const T* panel, std::int64_t i0, std::int64_t i1, std::int64_t s
 // leaves memory once, is read from cache by the later passes, and memory
 // streams the next block meanwhile.
 template <class T, int kRows, int G, bool kFetchX>
-void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ldx,
-                 std::int64_t rows, float* y, std::int64_t ldy, std::int64_t c0, std::int64_t n) {
+void panel_group(const T* panel, std::int64_t k, std::int64_t begin, std::int64_t end,
+                 const float* x, std::int64_t ldx, std::int64_t rows, float* y, std::int64_t ldy,
+                 std::int64_t c0, std::int64_t n) {
     const std::int64_t stride = k * kPanelColumns;
     const std::int64_t passes = even_pass_count<kRows>(rows);
     // One pass (decode) prefetches every line kPanelPrefetchBytes ahead, as
@@ -109,8 +110,8 @@ void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ld
     const std::int64_t pf_ahead =
         passes == 1 ? kPanelPrefetchBytes
                     : kPanelBlock * kPanelColumns * static_cast<std::int64_t>(sizeof(T));
-    for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock) {
-        const std::int64_t i1 = std::min(k, i0 + kPanelBlock);
+    for (std::int64_t i0 = begin; i0 < end; i0 += kPanelBlock) {
+        const std::int64_t i1 = std::min(end, i0 + kPanelBlock);
         even_row_passes<kRows>(rows, [&](auto height, std::int64_t m, std::int64_t pass) {
             constexpr int R = decltype(height)::value;
             block_rows<T, R, G, kFetchX>(panel, i0, i1, stride, x + m * ldx, ldx, i0 > 0,
@@ -121,19 +122,20 @@ void panel_group(const T* panel, std::int64_t k, const float* x, std::int64_t ld
 
 // Groups of G panels, then a pair, then one panel alone.
 template <class T, int kRows, int G, bool kFetchX = false>
-void panel_groups(const T* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
-                  std::int64_t rows, float* y, std::int64_t ldy) {
+void panel_groups(const T* tile, std::int64_t k, std::int64_t begin, std::int64_t end,
+                  std::int64_t n, const float* x, std::int64_t ldx, std::int64_t rows, float* y,
+                  std::int64_t ldy) {
     const std::int64_t panels = panel_count(n), stride = k * kPanelColumns;
     std::int64_t p = 0;
     for (; p + G <= panels; p += G)
-        panel_group<T, kRows, G, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy,
+        panel_group<T, kRows, G, kFetchX>(tile + p * stride, k, begin, end, x, ldx, rows, y, ldy,
                                           p * kPanelColumns, n);
     if constexpr (G > 2)
         for (; p + 2 <= panels; p += 2)
-            panel_group<T, kRows, 2, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy,
-                                              p * kPanelColumns, n);
+            panel_group<T, kRows, 2, kFetchX>(tile + p * stride, k, begin, end, x, ldx, rows, y,
+                                              ldy, p * kPanelColumns, n);
     for (; p < panels; ++p)
-        panel_group<T, kRows, 1, kFetchX>(tile + p * stride, k, x, ldx, rows, y, ldy,
+        panel_group<T, kRows, 1, kFetchX>(tile + p * stride, k, begin, end, x, ldx, rows, y, ldy,
                                           p * kPanelColumns, n);
 }
 
@@ -158,20 +160,29 @@ constexpr std::int64_t kStreamedTallRows = 16;
 constexpr std::int64_t kStreamedTileBytes = std::int64_t{512} << 10;
 
 template <class T>
-void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
-          std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+void gemm_range(const void* tile, std::int64_t k, std::int64_t begin, std::int64_t end,
+                std::int64_t n, const float* x, std::int64_t ldx, std::int64_t rows, float* y,
+                std::int64_t ldy) noexcept {
     const T* panels = static_cast<const T*>(tile);
     const bool streamed = k * n * static_cast<std::int64_t>(sizeof(T)) >= kStreamedTileBytes;
     if (rows <= 4)
-        panel_groups<T, 4, 4>(panels, k, n, x, ldx, rows, y, ldy);
+        panel_groups<T, 4, 4>(panels, k, begin, end, n, x, ldx, rows, y, ldy);
     else if (rows < (streamed ? kStreamedTallRows : kTallRows))
-        panel_groups<T, 8, 2>(panels, k, n, x, ldx, rows, y, ldy);
+        panel_groups<T, 8, 2>(panels, k, begin, end, n, x, ldx, rows, y, ldy);
     else
-        panel_groups<T, 6, 4, true>(panels, k, n, x, ldx, rows, y, ldy);
+        panel_groups<T, 6, 4, true>(panels, k, begin, end, n, x, ldx, rows, y, ldy);
+}
+
+template <class T>
+void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
+          std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+    gemm_range<T>(tile, k, 0, k, n, x, ldx, rows, y, ldy);
 }
 
 }  // namespace
 
-PanelKernels panel_kernels_avx512() noexcept { return {{&gemm<float>}, {&gemm<std::uint16_t>}}; }
+PanelKernels panel_kernels_avx512() noexcept {
+    return {{&gemm<float>, &gemm_range<float>}, {&gemm<std::uint16_t>, &gemm_range<std::uint16_t>}};
+}
 
 }  // namespace swiglu::detail

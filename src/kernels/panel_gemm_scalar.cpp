@@ -19,21 +19,30 @@ inline std::int64_t at(std::int64_t k, std::int64_t i, std::int64_t c) {
 }
 
 template <class T>
-void gemm(const void* tile_, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
-          std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+void gemm_range(const void* tile_, std::int64_t k, std::int64_t begin, std::int64_t end,
+                std::int64_t n, const float* x, std::int64_t ldx, std::int64_t rows, float* y,
+                std::int64_t ldy) noexcept {
     const T* tile = static_cast<const T*>(tile_);
     for (std::int64_t m = 0; m < rows; ++m)
         for (std::int64_t c = 0; c < n; ++c)
-            for (std::int64_t i0 = 0; i0 < k; i0 += kPanelBlock) {
+            for (std::int64_t i0 = begin; i0 < end; i0 += kPanelBlock) {
                 float s = 0.0f;
-                for (std::int64_t i = i0; i < k && i < i0 + kPanelBlock; ++i)
+                for (std::int64_t i = i0; i < end && i < i0 + kPanelBlock; ++i)
                     s = std::fma(x[m * ldx + i], value(tile, at(k, i, c)), s);
                 y[m * ldy + c] = i0 == 0 ? s : y[m * ldy + c] + s;
             }
 }
 
+template <class T>
+void gemm(const void* tile, std::int64_t k, std::int64_t n, const float* x, std::int64_t ldx,
+          std::int64_t rows, float* y, std::int64_t ldy) noexcept {
+    gemm_range<T>(tile, k, 0, k, n, x, ldx, rows, y, ldy);
+}
+
 }  // namespace
 
-PanelKernels panel_kernels_scalar() noexcept { return {{&gemm<float>}, {&gemm<std::uint16_t>}}; }
+PanelKernels panel_kernels_scalar() noexcept {
+    return {{&gemm<float>, &gemm_range<float>}, {&gemm<std::uint16_t>, &gemm_range<std::uint16_t>}};
+}
 
 }  // namespace swiglu::detail

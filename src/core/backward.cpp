@@ -55,11 +55,8 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
     dx.columns = plan_columns(d, 8 * f, kBackwardTileBytes);
     // The forward's f32 mode is its panels where it owns its kernels.
     const Precision& mode = *block.precision;
-    if (mode.dtype() == Dtype::f32 && mode.own_kernels()) {
-        panel_gemm = panel_kernels()[PanelType::f32].gemm;
-        panel_range = panel_kernels()[PanelType::f32].range;
-    }
-    if (!panel_gemm) {
+    if (mode.dtype() == Dtype::f32 && mode.own_kernels()) panels = panel_kernels()[PanelType::f32];
+    if (!panels) {
         make_phase_kernels(dact, 0, {}, false);
         make_phase_kernels(dx, 0, {}, false);
     }
@@ -67,7 +64,7 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
     gradient_gemm = swiglu::detail::gradient_gemm();
     pack(block);
     std::set<std::string> impls;
-    if (panel_gemm) impls.insert("f32 panels:" + std::string(isa_name(panel_kernels_isa())));
+    if (panels) impls.insert("f32 panels:" + std::string(isa_name(panel_kernels_isa())));
     impls.insert("f32 gradients:" + std::string(isa_name(gradient_gemm_isa())));
     auto note = [&](const MatmulKernel& k) {
         if (!k) return;
@@ -113,9 +110,8 @@ void BackwardBlock::pack(const PackedBlock& block) {
     }
 
     auto bytes = [&](const Phase& p, std::int64_t j) {
-        const std::size_t size = panel_gemm
-                                     ? panel_tile_bytes(PanelType::f32, p.k, p.columns.size(j))
-                                     : p.kernel(j, kRowBuckets - 1).weights.get_size();
+        const std::size_t size = panels ? panel_tile_bytes(PanelType::f32, p.k, p.columns.size(j))
+                                        : p.kernel(j, kRowBuckets - 1).weights.get_size();
         return (size + 63) / 64 * 64;
     };
     std::size_t total = 0;
@@ -125,7 +121,7 @@ void BackwardBlock::pack(const PackedBlock& block) {
     std::size_t offset = 0;
     auto place = [&](Phase& p, std::int64_t j, const std::vector<float>& tile, std::int64_t n) {
         p.tile_data.push_back(arena.data() + offset);
-        if (panel_gemm) {
+        if (panels) {
             pack_panels(PanelType::f32, tile.data(), p.k, n, arena.data() + offset);
         } else {
             p.tiles.emplace_back(p.kernel(j, kRowBuckets - 1).weights, cpu_engine(),
@@ -242,9 +238,9 @@ struct BackwardChunk {
         const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j), f = block.f;
         const bool tail = p.columns.is_tail(j);
         BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
-        if (block.panel_gemm)
-            block.panel_gemm(p.tile_data[static_cast<std::size_t>(j)], p.k, w,
-                             dy + t.row0 * block.d, block.d, t.rows, bw.tile.data(), w);
+        if (block.panels)
+            block.panels.gemm(p.tile_data[static_cast<std::size_t>(j)], p.k, w,
+                              dy + t.row0 * block.d, block.d, t.rows, bw.tile.data(), w);
         else
             execute(p.kernel(j, t.bucket), bw.dact[tail ? 1 : 0][t.bucket], bw.stream,
                     p.tiles[static_cast<std::size_t>(j)], dy + t.row0 * block.d, bw.tile.data(),
@@ -321,11 +317,11 @@ struct BackwardChunk {
         const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j);
         const bool tail = p.columns.is_tail(j);
         const float* source = ws.dgate_up.data() + t.row0 * 2 * block.f;
-        if (block.panel_gemm) {  // straight into dx
+        if (block.panels) {  // straight into dx
             const std::int64_t i0 = dx_slices.begin(slice);
-            block.panel_range(p.tile_data[static_cast<std::size_t>(j)], p.k, i0,
-                              i0 + dx_slices.size(slice), w, source, p.k, t.rows,
-                              dx + t.row0 * block.d + c0, block.d);
+            block.panels.range(p.tile_data[static_cast<std::size_t>(j)], p.k, i0,
+                               i0 + dx_slices.size(slice), w, source, p.k, t.rows,
+                               dx + t.row0 * block.d + c0, block.d);
             return;
         }
         BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
@@ -412,9 +408,8 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         chunk.interleave = chunk.row_tiles == 1;
         // Slices on our panels where B's tasks run after C's (interleaved
         // with them, one row tile's B tasks are few and spread out).
-        chunk.dx_slices = backward.panel_gemm && !chunk.interleave
-                              ? dx_input_slices(2 * f, n)
-                              : fixed_width_tiles(2 * f, 2 * f);
+        chunk.dx_slices = backward.panels && !chunk.interleave ? dx_input_slices(2 * f, n)
+                                                               : fixed_width_tiles(2 * f, 2 * f);
         chunk.run<&BackwardChunk::phase_cb>(use, chunk.n_cb);
         for (chunk.slice = 1; chunk.slice < chunk.dx_slices.count; ++chunk.slice)
             chunk.run<&BackwardChunk::phase_b>(use, chunk.n_b);

@@ -151,7 +151,7 @@ class BackwardBlock {
 public:
     // Reads the forward's packed f32 weights back (Precision::unpack_f32;
     // throws Error(unsupported) for other modes), packs Wd^T and
-    // [Wg^T ; Wu^T] (for oneDNN, or as panels: panel_gemm), creates every
+    // [Wg^T ; Wu^T] (for oneDNN, or as `panels`), creates every
     // kernel. `layouts`: how gate, up and down were given, which is how
     // their gradients are written.
     BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3]);
@@ -161,10 +161,10 @@ public:
     Phase dx;    // [dgate | dup] @ [Wg^T ; Wu^T]: k = 2f, column tiles over d
     // Where the forward runs f32 on our panel kernels (no AVX-512: oneDNN's
     // gemm:jit reads row-major tiles poorly at few rows), dact's and dx's
-    // tiles are panels too (Phase::tile_data) and run on that kernel; else
-    // null, and oneDNN's kernels of the phases run them.
-    PanelGemm panel_gemm = nullptr;
-    PanelGemmRange panel_range = nullptr;  // the same kernel over a slice of the inputs
+    // tiles are panels too (Phase::tile_data) and run on those kernels
+    // (dx's over slices of its inputs: PanelTypeKernels::range); else empty,
+    // and oneDNN's kernels of the phases run them.
+    PanelTypeKernels panels;
     WeightArena arena;
     GradientGeometry gradients[3];         // gate, up, down
     GradientGemm gradient_gemm = nullptr;  // this CPU's weight-gradient kernel

@@ -34,6 +34,9 @@ struct MachineProbe {
     // unknown). Well below 100 means other processes were running: the
     // probe values (and every benchmark) are then likely too low.
     double idle_pct_before = -1;
+    // The worst over the measured thread counts T > 1 of f32 peak(T) /
+    // (T x peak(1)): about 1 where every core was ours during the probe.
+    double cores_scaling = 1;
     bool measured = false;
 
     // The value for `threads`; a count that was not measured is estimated

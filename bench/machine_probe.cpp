@@ -463,15 +463,9 @@ MachineProbe g_probe;
 // 0.98-1.01 (2 threads against 1: 204 / 103, 233 / 117, 423 / 212 GFLOP/s).
 constexpr double kFullScaling = 0.85;
 
-std::string fmt1(double v) {
+std::string fmt(double v, int decimals = 1) {
     char buf[64];
-    std::snprintf(buf, sizeof buf, "%.1f", v);
-    return buf;
-}
-
-std::string fmt2(double v) {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.2f", v);
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
     return buf;
 }
 
@@ -545,7 +539,8 @@ const MachineProbe& run_machine_probe(int threads_default) {
     // T threads then reads about that of one, and every T-thread row's % of
     // the peak is against that low figure (a row that later gets both cores
     // reads over 100 %). More rounds of the compute peaks, up to ~3 s, look
-    // for a moment with all cores; if none comes, the context says so (probe_cores_scaling).
+    // for a moment with all cores; if none comes, the context says so
+    // (probe_cores_scaling).
     // Not fixed up to T x one thread: where the vCPUs are SMT siblings of one
     // core, 2 threads legitimately add little.
     const auto scaling = [&] {
@@ -594,19 +589,19 @@ void add_probe_context(const MachineProbe& p) {
     benchmark::AddCustomContext("probe_isa", p.isa);
     benchmark::AddCustomContext("swiglu_threads_default", std::to_string(p.threads_default));
     for (const auto& [t, v] : p.peak_gflops)
-        benchmark::AddCustomContext("peak_fp32_gflops_" + std::to_string(t) + "t", fmt1(v));
+        benchmark::AddCustomContext("peak_fp32_gflops_" + std::to_string(t) + "t", fmt(v));
     for (const auto& [t, v] : p.peak_bf16_gflops)
-        benchmark::AddCustomContext("peak_bf16_gflops_" + std::to_string(t) + "t", fmt1(v));
+        benchmark::AddCustomContext("peak_bf16_gflops_" + std::to_string(t) + "t", fmt(v));
     benchmark::AddCustomContext("peak_bf16_source", p.bf16_source);
     for (const auto& [t, v] : p.peak_int8_gops)
-        benchmark::AddCustomContext("peak_int8_gops_" + std::to_string(t) + "t", fmt1(v));
+        benchmark::AddCustomContext("peak_int8_gops_" + std::to_string(t) + "t", fmt(v));
     benchmark::AddCustomContext("peak_int8_source", p.int8_source);
     for (const auto& [t, v] : p.dram_gbs)
-        benchmark::AddCustomContext("dram_read_gbs_" + std::to_string(t) + "t", fmt1(v));
+        benchmark::AddCustomContext("dram_read_gbs_" + std::to_string(t) + "t", fmt(v));
     benchmark::AddCustomContext("dram_read_streams", std::to_string(p.dram_streams));
-    benchmark::AddCustomContext("probe_seconds", fmt1(p.seconds));
-    benchmark::AddCustomContext("probe_cpu_idle_pct_before", fmt1(p.idle_pct_before));
-    benchmark::AddCustomContext("probe_cores_scaling", fmt2(p.cores_scaling));
+    benchmark::AddCustomContext("probe_seconds", fmt(p.seconds));
+    benchmark::AddCustomContext("probe_cpu_idle_pct_before", fmt(p.idle_pct_before));
+    benchmark::AddCustomContext("probe_cores_scaling", fmt(p.cores_scaling, 2));
 }
 
 void print_probe(const MachineProbe& p) {

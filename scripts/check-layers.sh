@@ -7,12 +7,13 @@ cd "$(dirname "$0")/../src"
 declare -A allowed=(
   [common]="common"
   [kernels]="kernels common"
+  [formats]="formats kernels common"
   [onednn]="onednn common"
-  [core]="core kernels onednn common"
-  [io]="io core kernels onednn common"
-  [capi]="capi io core kernels onednn common"
+  [core]="core formats kernels onednn common"
+  [io]="io core formats kernels onednn common"
+  [capi]="capi io core formats kernels onednn common"
   [mpi]="mpi"
-  [cli]="cli mpi capi io core kernels onednn common"
+  [cli]="cli mpi capi io core formats kernels onednn common"
 )
 bad=0
 for layer in "${!allowed[@]}"; do

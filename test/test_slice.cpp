@@ -188,7 +188,7 @@ TEST_CASE("a window of a row of Q8_0 / Q4_0 blocks decodes like the whole row") 
     for (const std::uint32_t type : {8u, 2u}) {
         const std::string bytes = ggml_bytes(type, values, n);
         detail::WeightSource whole;
-        whole.type = type == 8 ? detail::SourceType::q8_0 : detail::SourceType::q4_0;
+        whole.type = type == 8 ? detail::Format::q8_0 : detail::Format::q4_0;
         whole.data = bytes.data();
         whole.rows = 2;
         whole.cols = n;

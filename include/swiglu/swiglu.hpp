@@ -13,6 +13,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 // The library is built with hidden visibility; this marks what it exports.
@@ -92,6 +93,11 @@ inline constexpr Dtype kDtypes[] = {Dtype::f32, Dtype::bf16, Dtype::int8, Dtype:
 
 // "f32", "bf16", "int8", "q8_0", "q4_0"
 SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;
+// The Dtype whose dtype_name is `name`, in any case ("Q4_0" too); false,
+// and *out untouched, when none is.
+SWIGLU_API bool dtype_from_name(std::string_view name, Dtype* out) noexcept;
+// Every Dtype's name for messages and help: "f32, bf16, int8, q8_0 or q4_0".
+SWIGLU_API std::string dtype_names();
 
 struct Options {
     // Threads that forward() may use, the calling thread included.

@@ -2,7 +2,9 @@
 // it into a status code plus a thread-local message.
 #include <swiglu/swiglu.h>
 
+#include <cctype>
 #include <cstring>
+#include <iterator>
 #include <new>
 #include <string>
 
@@ -14,6 +16,13 @@
 struct swiglu_ffn {
     swiglu::Ffn ffn;
 };
+
+static_assert(SWIGLU_DTYPE_F32 == int(swiglu::Dtype::f32) &&
+                  SWIGLU_DTYPE_BF16 == int(swiglu::Dtype::bf16) &&
+                  SWIGLU_DTYPE_INT8 == int(swiglu::Dtype::int8) &&
+                  SWIGLU_DTYPE_Q8_0 == int(swiglu::Dtype::q8_0) &&
+                  SWIGLU_DTYPE_Q4_0 == int(swiglu::Dtype::q4_0),
+              "swiglu_dtype mirrors swiglu::Dtype");
 
 namespace {
 
@@ -70,6 +79,18 @@ swiglu::WeightView view(const char* name, const swiglu_weight& w) {
             layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out};
 }
 
+// "SWIGLU_DTYPE_F32, _BF16, _INT8, _Q8_0 or _Q4_0", from the dtypes' names.
+std::string c_dtype_names() {
+    std::string out;
+    const std::size_t n = std::size(swiglu::kDtypes);
+    for (std::size_t i = 0; i < n; ++i) {
+        out += i == 0 ? "SWIGLU_DTYPE_" : i + 1 == n ? " or _" : ", _";
+        for (const char* c = swiglu::dtype_name(swiglu::kDtypes[i]); *c; ++c)
+            out += static_cast<char>(std::toupper(static_cast<unsigned char>(*c)));
+    }
+    return out;
+}
+
 // NULL means the defaults. The dtype is read as an int for the same reason
 // as the layout above.
 swiglu::Options options_of(const swiglu_options* options) {
@@ -78,17 +99,14 @@ swiglu::Options options_of(const swiglu_options* options) {
     int dtype = 0;
     static_assert(sizeof(dtype) == sizeof(options->dtype), "swiglu_dtype is int-sized");
     std::memcpy(&dtype, &options->dtype, sizeof(dtype));
-    if (dtype < SWIGLU_DTYPE_F32 || dtype > SWIGLU_DTYPE_Q4_0)
-        invalid("options->dtype must be SWIGLU_DTYPE_F32, _BF16, _INT8, _Q8_0 or _Q4_0 (got " +
-                std::to_string(dtype) + ")");
+    // The C enum mirrors swiglu::Dtype value for value (asserted below).
+    bool known = false;
+    for (swiglu::Dtype t : swiglu::kDtypes) known = known || static_cast<int>(t) == dtype;
+    if (!known)
+        invalid("options->dtype must be " + c_dtype_names() + " (got " + std::to_string(dtype) +
+                ")");
     out.threads = options->threads;
-    switch (dtype) {
-        case SWIGLU_DTYPE_BF16: out.dtype = swiglu::Dtype::bf16; break;
-        case SWIGLU_DTYPE_INT8: out.dtype = swiglu::Dtype::int8; break;
-        case SWIGLU_DTYPE_Q8_0: out.dtype = swiglu::Dtype::q8_0; break;
-        case SWIGLU_DTYPE_Q4_0: out.dtype = swiglu::Dtype::q4_0; break;
-        default: out.dtype = swiglu::Dtype::f32; break;
-    }
+    out.dtype = static_cast<swiglu::Dtype>(dtype);
     return out;
 }
 

@@ -3,6 +3,9 @@
 #include <cerrno>
 #include <cstdlib>
 #include <map>
+#include <string>
+
+#include "formats/format_table.hpp"
 
 namespace swiglu::cli {
 namespace {
@@ -104,17 +107,27 @@ void add_threads_option(CLI::App& command, int& threads) {
 }
 
 void add_dtype_option(CLI::App& command, Dtype& dtype) {
-    std::map<std::string, Dtype> names;
-    for (Dtype t : kDtypes) names[dtype_name(t)] = t;
-    command
-        .add_option("--dtype", dtype,
-                    "precision of the weights and matmuls: f32 (exact), bf16 (half the bytes, "
-                    "bf16-rounded inputs), int8 (a quarter, per-channel/per-token scales), "
-                    "q8_0 or q4_0 (GGUF's blocks of 32: 8.5 or 4.5 bits per weight); "
-                    "x and y stay float32")
-        ->transform(CLI::CheckedTransformer(names, CLI::ignore_case).description(""))
+    // Names only, from the format table (through the public dtype names):
+    // a number or an unknown name is refused with the list, not mapped.
+    std::string help = "precision of the weights and matmuls: ";
+    std::string names;
+    for (Dtype t : kDtypes) {
+        const detail::FormatTraits& format = detail::traits(t);
+        help += std::string(t == kDtypes[0] ? "" : ", ") + format.name + " (" + format.about + ")";
+        names += std::string(t == kDtypes[0] ? "" : "|") + format.name;
+    }
+    command.add_option("--dtype", dtype, help + "; x and y stay float32")
+        ->transform(CLI::Validator(
+            [](std::string& value) -> std::string {
+                Dtype parsed;
+                if (!dtype_from_name(value, &parsed))
+                    return "unknown dtype '" + value + "': use " + dtype_names();
+                value = std::to_string(static_cast<int>(parsed));
+                return {};
+            },
+            "", "dtype"))
         ->default_str("f32")
-        ->type_name("f32|bf16|int8|q8_0|q4_0");
+        ->type_name(names);
 }
 
 }  // namespace swiglu::cli

@@ -20,17 +20,6 @@ std::int64_t llama_hidden(std::int64_t d) {
     return 8 * d / 3;
 }
 
-const char* dtype_name(Dtype dtype) noexcept {
-    switch (dtype) {
-        case Dtype::f32: return "f32";
-        case Dtype::bf16: return "bf16";
-        case Dtype::int8: return "int8";
-        case Dtype::q8_0: return "q8_0";
-        case Dtype::q4_0: return "q4_0";
-    }
-    return "unknown";
-}
-
 std::int64_t parameter_count(std::int64_t d, std::int64_t f) {
     std::int64_t df = 0, n = 0;
     if (d < 0 || f < 0 || __builtin_mul_overflow(d, f, &df) || __builtin_mul_overflow(df, 3, &n))
@@ -62,10 +51,11 @@ void check_view(const char* name, const detail::WeightSource& w) {
     if (w.rows < 1 || w.cols < 1)
         invalid(who + ": rows and cols must be >= 1 (got " + view_text(w) + ")");
     if (!w.data) invalid(who + ": data is null");
-    const bool blocks = w.type == detail::SourceType::q8_0 || w.type == detail::SourceType::q4_0;
-    if (blocks && w.stored_cols() % 32 != 0)
+    const detail::FormatTraits& format = detail::traits(w.type);
+    if (w.stored_cols() % format.block != 0)
         invalid(who + ": rows of " + std::to_string(w.stored_cols()) +
-                " values are not whole blocks of 32 (Q8_0, Q4_0)");
+                " values are not whole blocks of " + std::to_string(format.block) + " (" +
+                format.stored_name + ")");
 }
 
 // Returns (d, f) after checking the three views agree and every size we will
@@ -93,7 +83,7 @@ void check_weights(const detail::WeightSource& gate, const detail::WeightSource&
 void check_dtype(Dtype dtype) {
     for (Dtype known : kDtypes)
         if (dtype == known) return;
-    invalid("Ffn: options.dtype must be Dtype::f32, bf16, int8, q8_0 or q4_0 (got " +
+    invalid("Ffn: options.dtype must be Dtype::" + dtype_names() + " (got " +
             std::to_string(static_cast<int>(dtype)) + ")");
 }
 

@@ -40,7 +40,7 @@ class Grouped final : public Precision {
 public:
     Grouped(Dtype dtype, std::int64_t d, std::int64_t f)
         : Precision(dtype, d, f),
-          format_(dtype == Dtype::q8_0 ? GroupedFormat::q8_0 : GroupedFormat::q4_0),
+          format_(traits(dtype).grouped),
           gemm_(grouped_kernels()[format_].gemm),
           unpack_(grouped_kernels()[format_].unpack),
           x_blocks_(static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(d)))),
@@ -74,8 +74,7 @@ public:
     // and ends on a block (stored rows are whole blocks: check_view).
     bool pack_stored_tile(const WeightSource* const* sources, int count, std::int64_t c0,
                           std::int64_t width, std::int64_t k, const dnnl::memory& to) override {
-        const SourceType want =
-            format_ == GroupedFormat::q8_0 ? SourceType::q8_0 : SourceType::q4_0;
+        const Format want = traits(dtype()).format;
         for (int s = 0; s < count; ++s) {
             const WeightSource& w = *sources[s];
             const bool whole_blocks = w.first_col % 32 == 0 && k % 32 == 0;

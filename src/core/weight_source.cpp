@@ -7,77 +7,22 @@
 #include <cstring>
 #include <vector>
 
-#include "common/half.hpp"
-#include "kernels/ggml_blocks.hpp"
-
 namespace swiglu::detail {
 
 namespace {
 
-// Room to decode the blocks that hold a row's values.
-struct Scratch {
-    std::vector<float> values;
-    std::vector<BlockQ8_0> q8;
-    std::vector<BlockQ4_0> q4;
-};
-
-// Values [begin, begin + count) of a stored row of n values. Of a row of
+// Values [begin, begin + count) of the window of stored row `i`. Of a row of
 // blocks, only the blocks that hold them are read (a shard's neighbours'
 // blocks stay untouched on disk).
-void decode_row(SourceType type, const unsigned char* row, std::int64_t begin, std::int64_t count,
-                float* out, Scratch& scratch) {
-    switch (type) {
-        case SourceType::f32: std::memcpy(out, row + 4 * begin, std::size_t(count) * 4); return;
-        case SourceType::f16:
-        case SourceType::bf16:
-            for (std::int64_t i = 0; i < count; ++i) {
-                std::uint16_t h;
-                std::memcpy(&h, row + 2 * (begin + i), 2);
-                out[i] = type == SourceType::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-            }
-            return;
-        case SourceType::q8_0:
-        case SourceType::q4_0: {
-            // Blocks are copied out: the file's need not be aligned.
-            const std::size_t first = std::size_t(begin) / kGgmlBlock;
-            const std::size_t last = std::size_t(begin + count - 1) / kGgmlBlock;  // count >= 1
-            const std::size_t blocks = last - first + 1, values = blocks * kGgmlBlock;
-            scratch.values.resize(values);
-            if (type == SourceType::q8_0) {
-                scratch.q8.resize(blocks);
-                std::memcpy(scratch.q8.data(), row + first * sizeof(BlockQ8_0),
-                            blocks * sizeof(BlockQ8_0));
-                dequantize_row_q8_0(scratch.q8.data(), values, scratch.values.data());
-            } else {
-                scratch.q4.resize(blocks);
-                std::memcpy(scratch.q4.data(), row + first * sizeof(BlockQ4_0),
-                            blocks * sizeof(BlockQ4_0));
-                dequantize_row_q4_0(scratch.q4.data(), values, scratch.values.data());
-            }
-            std::memcpy(out, scratch.values.data() + (std::size_t(begin) - first * kGgmlBlock),
-                        std::size_t(count) * sizeof(float));
-            return;
-        }
-    }
-}
-
-// Values [begin, begin + count) of the window of stored row `i`.
 void decode(const WeightSource& w, std::int64_t i, std::int64_t begin, std::int64_t count,
-            float* out, Scratch& scratch) {
-    if (count > 0) decode_row(w.type, source_row(w, i), w.first_col + begin, count, out, scratch);
+            float* out, std::vector<float>& scratch) {
+    decode_values(traits(w.type), source_row(w, i), w.first_col + begin, count, out, scratch);
 }
 
 }  // namespace
 
-std::size_t source_row_bytes(SourceType type, std::int64_t n) {
-    switch (type) {
-        case SourceType::f32: return std::size_t(n) * 4;
-        case SourceType::f16:
-        case SourceType::bf16: return std::size_t(n) * 2;
-        case SourceType::q8_0: return ggml_blocks(std::size_t(n)) * sizeof(BlockQ8_0);
-        case SourceType::q4_0: return ggml_blocks(std::size_t(n)) * sizeof(BlockQ4_0);
-    }
-    return 0;
+std::size_t source_row_bytes(Format type, std::int64_t n) {
+    return static_cast<std::size_t>(row_bytes(traits(type), n));
 }
 
 const unsigned char* source_row(const WeightSource& w, std::int64_t row) {
@@ -87,7 +32,7 @@ const unsigned char* source_row(const WeightSource& w, std::int64_t row) {
 
 void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, float* plain,
                   std::int64_t ld, std::int64_t offset) {
-    Scratch scratch;
+    std::vector<float> scratch;
     if (w.layout == Layout::in_out) {  // rows are inputs: a range of each
         for (std::int64_t i = 0; i < w.rows; ++i)
             decode(w, i, c0, width, plain + i * ld + offset, scratch);

@@ -10,12 +10,12 @@
 
 #include <swiglu/swiglu.hpp>
 
+#include "formats/format_table.hpp"
+
 namespace swiglu::detail {
 
-enum class SourceType { f32, f16, bf16, q8_0, q4_0 };
-
 struct WeightSource {
-    SourceType type = SourceType::f32;
+    Format type = Format::f32;  // a format with a decoder (format_table.hpp)
     const void* data = nullptr;
     // The matrix read: `rows` stored rows (row-major), and of each the
     // `cols` values from value `first_col` on. A window narrower than the
@@ -43,14 +43,14 @@ struct WeightSource {
     }
 };
 
-// Bytes of one stored row of `n` values (block types: n a multiple of 32).
-std::size_t source_row_bytes(SourceType type, std::int64_t n);
+// Bytes of one stored row of `n` values (block formats: whole blocks).
+std::size_t source_row_bytes(Format type, std::int64_t n);
 // Where stored row `row` starts (its value 0, not first_col).
 const unsigned char* source_row(const WeightSource& w, std::int64_t row);
 
 // Columns [c0, c0 + width) of x @ W, as f32: plain[i * ld + offset + j] =
 // W(i, c0 + j) for every input i, whatever the layout and type (values
-// exact: F16/BF16 widened, blocks decoded as q * d or (q - 8) * d).
+// exact: each format's decoder, format_table.hpp).
 void read_columns(const WeightSource& w, std::int64_t c0, std::int64_t width, float* plain,
                   std::int64_t ld, std::int64_t offset);
 

@@ -52,12 +52,8 @@ StoredTensor stored(const SafetensorsFile& file, const TensorInfo& t) {
     s.type_name = dtype_name(t.dtype);
     s.shape = t.shape;
     s.elements = t.elements;
-    switch (t.dtype) {
-        case TensorDtype::F32: s.type = StoredType::f32; break;
-        case TensorDtype::F16: s.type = StoredType::f16; break;
-        case TensorDtype::BF16: s.type = StoredType::bf16; break;
-        default: return s;
-    }
+    s.format = format_by_safetensors(s.type_name);
+    if (!s.format) return s;
     s.data = file.tensor_data(t);
     s.bytes = t.bytes;
     return s;
@@ -69,14 +65,8 @@ StoredTensor stored(const GgufFile& file, const GgufTensor& t) {
     s.type_name = ggml_type_name(t.type);
     s.shape = t.shape;
     s.elements = t.elements;
-    switch (t.type) {
-        case kGgmlF32: s.type = StoredType::f32; break;
-        case kGgmlF16: s.type = StoredType::f16; break;
-        case kGgmlBF16: s.type = StoredType::bf16; break;
-        case kGgmlQ8_0: s.type = StoredType::q8_0; break;
-        case kGgmlQ4_0: s.type = StoredType::q4_0; break;
-        default: return s;
-    }
+    s.format = format_by_gguf_type(t.type);
+    if (!s.format) return s;
     s.data = file.tensor_data(t);
     s.bytes = t.bytes;
     return s;

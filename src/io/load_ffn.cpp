@@ -3,7 +3,7 @@
 // without core/, as the fuzzers (fuzz/CMakeLists.txt) build them.
 //
 // The block packs straight from the mapped file: each tile is decoded from
-// the stored type (F32, F16, BF16, Q8_0, Q4_0) into one plain f32 tile and
+// the stored format (its decoder in formats/format_table.cpp) into one plain f32 tile and
 // packed, and the file's pages are given back tile by tile, so loading
 // costs the packed weights plus a tile, not an f32 copy of the weights. A
 // slice reads its rows of a tensor, or a window of each row (with the
@@ -19,16 +19,6 @@ namespace swiglu {
 
 namespace {
 
-detail::SourceType source_type(detail::StoredType type) {
-    switch (type) {
-        case detail::StoredType::f16: return detail::SourceType::f16;
-        case detail::StoredType::bf16: return detail::SourceType::bf16;
-        case detail::StoredType::q8_0: return detail::SourceType::q8_0;
-        case detail::StoredType::q4_0: return detail::SourceType::q4_0;
-        default: return detail::SourceType::f32;  // resolve_block let only readable types through
-    }
-}
-
 // A stored 2-D tensor (its row `row0` on, when it holds two weights) read
 // in hidden columns [begin, end): a range of its rows or a window of each
 // row, whichever of its dimensions is f. `hidden_out`: f is the weight's
@@ -36,7 +26,7 @@ detail::SourceType source_type(detail::StoredType type) {
 detail::WeightSource slice(const detail::StoredTensor& t, Layout layout, bool hidden_out,
                            std::int64_t row0, std::int64_t rows, HiddenColumns c) {
     detail::WeightSource s;
-    s.type = source_type(t.type);
+    s.type = t.format->format;  // resolve_block let only readable types through
     s.layout = layout;
     s.drop_pages = true;  // CheckpointFiles::open maps every file it reads
     s.row_values = t.shape[1];

@@ -12,9 +12,9 @@
 
 #include <swiglu/swiglu.hpp>
 
-#include "common/half.hpp"
 #include "common/mapped_file.hpp"
 #include "common/messages.hpp"
+#include "formats/format_table.hpp"
 #include "io/strict_json.hpp"
 
 // Tensor bytes are little-endian; we memcpy them straight into host values.
@@ -34,39 +34,6 @@ constexpr std::uint64_t kMaxHeaderLength = 100ull * 1000 * 1000;
 // A valid header nests 3 deep (header object, tensor object, shape array).
 // Capping it keeps a hostile "[[[[..." from growing the parser's stacks.
 constexpr int kMaxNesting = 16;
-
-struct DtypeEntry {
-    TensorDtype dtype;
-    const char* name;
-    int bits;
-};
-
-constexpr DtypeEntry kDtypes[] = {
-    {TensorDtype::BOOL, "BOOL", 8},       {TensorDtype::F4, "F4", 4},
-    {TensorDtype::F6_E2M3, "F6_E2M3", 6}, {TensorDtype::F6_E3M2, "F6_E3M2", 6},
-    {TensorDtype::U8, "U8", 8},           {TensorDtype::I8, "I8", 8},
-    {TensorDtype::F8_E5M2, "F8_E5M2", 8}, {TensorDtype::F8_E4M3, "F8_E4M3", 8},
-    {TensorDtype::F8_E8M0, "F8_E8M0", 8}, {TensorDtype::I16, "I16", 16},
-    {TensorDtype::U16, "U16", 16},        {TensorDtype::F16, "F16", 16},
-    {TensorDtype::BF16, "BF16", 16},      {TensorDtype::I32, "I32", 32},
-    {TensorDtype::U32, "U32", 32},        {TensorDtype::F32, "F32", 32},
-    {TensorDtype::C64, "C64", 64},        {TensorDtype::F64, "F64", 64},
-    {TensorDtype::I64, "I64", 64},        {TensorDtype::U64, "U64", 64},
-};
-
-const DtypeEntry& entry_of(TensorDtype dtype) {
-    for (const DtypeEntry& e : kDtypes)
-        if (e.dtype == dtype) return e;
-    throw Error(Status::internal, "safetensors: TensorDtype " +
-                                      std::to_string(static_cast<int>(dtype)) +
-                                      " missing from the dtype table");
-}
-
-std::string known_dtypes() {
-    std::string s;
-    for (const DtypeEntry& e : kDtypes) s += (s.empty() ? "" : " ") + std::string(e.name);
-    return s;
-}
 
 // Every message starts with the file's label, so a user loading several
 // files knows which one is broken.
@@ -198,7 +165,7 @@ TensorInfo parse_entry(const Reporter& r, const std::string& name, const json& e
     const std::optional<TensorDtype> parsed = parse_dtype(dtype_name);
     if (!parsed)
         r.fail(name, "unknown dtype " + quote_name(dtype_name) + "; safetensors dtypes are " +
-                         known_dtypes());
+                         safetensors_dtype_names());
     t.dtype = *parsed;
 
     // Element count, then bits, with every product checked: a shape such as
@@ -302,15 +269,6 @@ void check_tiling(const Reporter& r, std::vector<TensorInfo>& tensors, std::uint
 
 }  // namespace
 
-std::optional<TensorDtype> parse_dtype(std::string_view name) {
-    for (const DtypeEntry& e : kDtypes)
-        if (name == e.name) return e.dtype;
-    return std::nullopt;
-}
-
-const char* dtype_name(TensorDtype dtype) { return entry_of(dtype).name; }
-int dtype_bits(TensorDtype dtype) { return entry_of(dtype).bits; }
-
 std::string quote_name(std::string_view name) {
     constexpr std::size_t kMax = 200;
     const json text = std::string(name.substr(0, kMax));
@@ -411,24 +369,15 @@ const unsigned char* SafetensorsFile::tensor_data(const TensorInfo& tensor) cons
 
 std::vector<float> SafetensorsFile::to_f32(const TensorInfo& tensor) const {
     const unsigned char* p = tensor_data(tensor);
-    if (tensor.dtype != TensorDtype::F32 && tensor.dtype != TensorDtype::BF16 &&
-        tensor.dtype != TensorDtype::F16)
-        throw Error(Status::unsupported, label_ + ": tensor " + quote_name(tensor.name) +
-                                             ": unsupported dtype " + dtype_name(tensor.dtype) +
-                                             "; only F32, BF16 and F16 convert to f32");
+    const FormatTraits* format = format_by_safetensors(dtype_name(tensor.dtype));
+    if (!format)
+        throw Error(Status::unsupported,
+                    label_ + ": tensor " + quote_name(tensor.name) + ": unsupported dtype " +
+                        dtype_name(tensor.dtype) + "; only " +
+                        format_names(FormatSet::safetensors, ", ", " and ") + " convert to f32");
     // Allocation is bounded by the file: elements <= bytes / 2.
     std::vector<float> out(static_cast<std::size_t>(tensor.elements));
-    if (out.empty()) return out;
-    if (tensor.dtype == TensorDtype::F32) {
-        std::memcpy(out.data(), p, out.size() * 4);
-        return out;
-    }
-    const bool bf16 = tensor.dtype == TensorDtype::BF16;
-    for (std::size_t i = 0; i < out.size(); ++i) {
-        std::uint16_t h;
-        std::memcpy(&h, p + 2 * i, 2);
-        out[i] = bf16 ? bf16_to_f32(h) : f16_to_f32(h);
-    }
+    if (!out.empty()) format->decode(p, out.size(), out.data());
     return out;
 }
 

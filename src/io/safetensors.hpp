@@ -61,6 +61,7 @@ enum class TensorDtype {
 
 std::optional<TensorDtype> parse_dtype(std::string_view name);  // nullopt: not a safetensors dtype
 const char* dtype_name(TensorDtype dtype);                      // "BF16"
+std::string safetensors_dtype_names();  // every dtype's name, space-separated
 int dtype_bits(
     TensorDtype dtype);  // bits per element: 4 (F4), 6 (F6_*), 8 (BOOL, U8, ...), ..., 64 (C64)
 

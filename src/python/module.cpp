@@ -35,9 +35,10 @@ const char* status_name(swiglu::Status s) {
 }
 
 swiglu::Dtype dtype_of(const std::string& name) {
-    for (swiglu::Dtype d : swiglu::kDtypes)
-        if (name == swiglu::dtype_name(d)) return d;
-    throw py::value_error("dtype must be one of f32, bf16, int8, q8_0, q4_0 (got '" + name + "')");
+    swiglu::Dtype d;
+    if (swiglu::dtype_from_name(name, &d)) return d;
+    throw py::value_error("dtype must be one of " + swiglu::dtype_names() + " (got '" + name +
+                          "')");
 }
 
 swiglu::Layout layout_of(const std::string& name) {

@@ -1,0 +1,252 @@
+// Which block of a checkpoint a WeightSelector picks (io/checkpoint.cpp has
+// the loader around it). A prefix names the block exactly, in any scheme
+// (the families are tried at it in priority order, so any prefix works, not
+// only one that ends in '.'); otherwise the blocks found are kept whose
+// layer and expert match those asked for, and exactly one must remain. When
+// none or several do, the error says what the file holds and which selector
+// tells them apart.
+#include "io/block_selection.hpp"
+
+#include <set>
+
+#include "common/messages.hpp"
+
+namespace swiglu::detail {
+
+void fail(const CheckpointFiles& file, const std::string& what, Status status) {
+    throw Error(status, file.label() + ": " + what);
+}
+
+namespace {
+
+constexpr std::size_t kListed = 20;  // layers and blocks listed in a message
+
+// "a, b, c" of the first kListed, then ", ...".
+std::string listed(const std::vector<std::string>& items) {
+    std::string s;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i == kListed) return s + ", ...";
+        s += (i ? ", " : "") + items[i];
+    }
+    return s;
+}
+
+std::string missing_text(const std::string& label, const std::vector<std::string>& missing) {
+    std::vector<std::string> quoted;
+    for (const std::string& name : missing) quoted.push_back(quote_name(name));
+    return label + " (missing " + listed(quoted) + ")";
+}
+
+// Each family tried at `prefix`, with the names it lacks.
+std::string tried_at(const CheckpointFiles& file, const std::string& prefix) {
+    std::string tried;
+    for (const Family& f : detail::block_families()) {
+        std::vector<std::string> missing;
+        for (const char* role : {f.gate, f.up, f.down})
+            if (role && !file.has(prefix + role)) missing.push_back(prefix + role);
+        const std::string label =
+            std::string(f.label) == f.scheme ? detail::scheme_at(f, prefix) : f.label;
+        if (!missing.empty()) tried += (tried.empty() ? "" : "; ") + missing_text(label, missing);
+    }
+    return tried;
+}
+
+// The blocks that are not quite there (at least `min_present` of three
+// names), for "no block found".
+std::string partial_text(const std::vector<const PartialBlock*>& partial, int min_present) {
+    std::vector<std::string> items;
+    for (const PartialBlock* p : partial)
+        if (p->present >= min_present) items.push_back(missing_text(p->label, p->missing));
+    std::string s;
+    for (std::size_t i = 0; i < items.size(); ++i) {
+        if (i == kListed) return s + "; ...";
+        s += (i ? "; " : "") + items[i];
+    }
+    return s;
+}
+
+std::vector<std::string> numbers(const std::set<std::int64_t>& values) {
+    std::vector<std::string> out;
+    for (std::int64_t v : values) out.push_back(std::to_string(v));
+    return out;
+}
+
+std::set<std::int64_t> layers_of(const std::vector<const FoundBlock*>& blocks) {
+    std::set<std::int64_t> layers;
+    for (const FoundBlock* b : blocks)
+        if (b->layer >= 0) layers.insert(b->layer);
+    return layers;
+}
+
+// "model.layers.{N}.mlp" when every block shares it, else "".
+std::string common_pattern(const std::vector<const FoundBlock*>& blocks) {
+    std::string pattern;
+    for (const FoundBlock* b : blocks) {
+        // Stacked experts share their prefix: name their tensors instead.
+        const std::string p = detail::prefix_pattern(b->prefix) + (b->stacked ? "ffn_*_exps." : "");
+        if (!pattern.empty() && p != pattern) return "";
+        pattern = p;
+    }
+    if (!pattern.empty() && pattern.back() == '.') pattern.pop_back();
+    return quote_name(pattern);
+}
+
+std::string selection_text(const WeightSelector& s) {
+    std::string text;
+    if (s.layer >= 0) text += " in layer " + std::to_string(s.layer);
+    if (s.expert >= 0) text += " with expert " + std::to_string(s.expert);
+    return text;
+}
+
+// Several blocks remain: what tells them apart.
+[[noreturn]] void ambiguous(const CheckpointFiles& file,
+                            const std::vector<const FoundBlock*>& blocks,
+                            const WeightSelector& selector) {
+    const std::set<std::int64_t> layers = layers_of(blocks);
+    bool all_layered = true;
+    std::set<std::int64_t> experts;
+    std::vector<std::string> others;  // blocks that are no expert
+    for (const FoundBlock* b : blocks) {
+        all_layered = all_layered && b->layer >= 0;
+        if (b->expert >= 0)
+            experts.insert(b->expert);
+        else
+            others.push_back(quote_name(b->prefix));
+    }
+    // "layer N holds ...": the layer asked for, or the only one there is.
+    const std::string where = selector.layer >= 0 ? "layer " + std::to_string(selector.layer)
+                              : all_layered && layers.size() == 1
+                                  ? "layer " + std::to_string(*layers.begin())
+                                  : "";
+    if (all_layered && layers.size() > 1) {
+        const std::string pattern = common_pattern(blocks);
+        fail(file,
+             "holds " + std::to_string(layers.size()) + " layers (" +
+                 (pattern.empty() ? "" : pattern + " with ") + "N = " + listed(numbers(layers)) +
+                 "): choose one with the layer selector (--layer N)" +
+                 (experts.empty() ? "" : ", and an expert with the expert selector (--expert E)"));
+    }
+    if (experts.size() > 1) {
+        std::vector<const FoundBlock*> expert_blocks;
+        for (const FoundBlock* b : blocks)
+            if (b->expert >= 0) expert_blocks.push_back(b);
+        const std::string pattern = common_pattern(expert_blocks);
+        fail(file, (where.empty() ? "holds " : where + " holds ") + std::to_string(experts.size()) +
+                       " experts (" + (pattern.empty() ? "" : pattern + " with ") +
+                       "E = " + listed(numbers(experts)) + ")" +
+                       (others.empty() ? "" : " and other blocks (" + listed(others) + ")") +
+                       ": choose one with the expert selector (--expert E)" +
+                       (others.empty() ? "" : " or the block selector (--block PREFIX)"));
+    }
+    std::vector<std::string> items;
+    for (const FoundBlock* b : blocks) items.push_back(quote_name(b->prefix) + " " + b->scheme);
+    fail(file, (where.empty() ? "holds " : where + " holds ") + std::to_string(blocks.size()) +
+                   " SwiGLU blocks (" + listed(items) +
+                   "): choose one with the block selector (--block PREFIX)");
+}
+
+// The block `prefix` names, in the first family complete there.
+FoundBlock block_at(const CheckpointFiles& file, const std::string& prefix,
+                    const std::vector<FoundBlock>& found) {
+    for (const Family& f : detail::block_families()) {
+        bool complete = true;
+        for (const char* role : {f.gate, f.up, f.down})
+            complete = complete && (!role || file.has(prefix + role));
+        if (!complete) continue;
+        if (f.stacked)
+            fail(file, quote_name(prefix) + " holds a layer's experts stacked (" + f.gate +
+                           " ...): choose one with the layer and expert selectors (--layer N "
+                           "--expert E)");
+        FoundBlock b;
+        b.prefix = prefix;
+        b.family = &f;
+        b.scheme = detail::scheme_at(f, prefix);
+        b.layer = detail::layer_of(prefix);
+        b.expert = detail::expert_of(prefix);
+        b.gate = prefix + f.gate;
+        if (f.up) b.up = prefix + f.up;
+        b.down = prefix + f.down;
+        return b;
+    }
+    std::vector<std::string> present;
+    for (const FoundBlock& b : found) present.push_back(quote_name(b.prefix));
+    fail(file, "no SwiGLU block found: tried " + tried_at(file, prefix) + ". " +
+                   (present.empty() ? "" : "Blocks present: " + listed(present) + ". ") +
+                   file.tensors_text());
+}
+
+// The most experts a stacked tensor may hold, and blocks a file may expand
+// into: more is a hostile shape, not a model (the largest have a few
+// hundred experts per layer, a few tens of thousands in all).
+constexpr std::int64_t kMaxStackedExperts = 1 << 16;
+constexpr std::size_t kMaxBlocks = std::size_t{1} << 18;
+
+}  // namespace
+
+std::vector<FoundBlock> expand_stacked(const CheckpointFiles& file,
+                                       std::vector<FoundBlock> blocks) {
+    std::vector<FoundBlock> out;
+    for (FoundBlock& b : blocks) {
+        const std::optional<StoredTensor> gate = b.stacked ? file.find(b.gate) : std::nullopt;
+        if (!gate || !readable(*gate) || gate->shape.size() != 3 || gate->shape[0] < 1 ||
+            gate->shape[0] > kMaxStackedExperts) {
+            out.push_back(std::move(b));
+            continue;
+        }
+        if (out.size() + std::size_t(gate->shape[0]) > kMaxBlocks)
+            fail(file, "holds more than " + std::to_string(kMaxBlocks) +
+                           " blocks once its stacked experts are counted");
+        for (std::int64_t e = 0; e < gate->shape[0]; ++e) {
+            out.push_back(b);
+            out.back().expert = e;
+        }
+    }
+    return out;
+}
+
+FoundBlock select_block(const CheckpointFiles& file, const WeightSelector& selector) {
+    if (!selector.prefix.empty() && selector.layer >= 0)
+        fail(file, "give a layer (" + std::to_string(selector.layer) + ") or a prefix (" +
+                       quote_name(selector.prefix) + "), not both");
+    if (!selector.prefix.empty() && selector.expert >= 0)
+        fail(file, "give an expert (" + std::to_string(selector.expert) + ") or a prefix (" +
+                       quote_name(selector.prefix) + "), not both");
+    detail::Discovery found = detail::discover_blocks(file.names());
+    if (!selector.prefix.empty()) return block_at(file, selector.prefix, found.blocks);
+    found.blocks = expand_stacked(file, std::move(found.blocks));
+
+    std::vector<const FoundBlock*> chosen;
+    for (const FoundBlock& b : found.blocks)
+        if ((selector.layer < 0 || b.layer == selector.layer) &&
+            (selector.expert < 0 || b.expert == selector.expert))
+            chosen.push_back(&b);
+    if (chosen.size() > 1) ambiguous(file, chosen, selector);
+    if (chosen.size() == 1) return *chosen.front();
+
+    std::vector<const PartialBlock*> partial;
+    for (const PartialBlock& p : found.partial)
+        if ((selector.layer < 0 || p.layer == selector.layer) &&
+            (selector.expert < 0 || p.expert == selector.expert))
+            partial.push_back(&p);
+    std::vector<const FoundBlock*> all;
+    for (const FoundBlock& b : found.blocks) all.push_back(&b);
+    const std::set<std::int64_t> layers = layers_of(all);
+    std::string what = "no SwiGLU block found" + selection_text(selector);
+    // Names that nearly make a block (two of three; one under a selector)
+    // say most; with none, every family tried at the top level.
+    const std::string nearly = partial_text(partial, selector.layer >= 0 ? 1 : 2);
+    if (!nearly.empty())
+        what += ": tried " + nearly;
+    else if (selector.layer < 0 && selector.expert < 0)
+        what += ": tried " + tried_at(file, "");
+    what += ". ";
+    if (!layers.empty()) what += "Layers present: " + listed(numbers(layers)) + ". ";
+    if (selector.expert >= 0 && !found.blocks.empty()) {
+        std::vector<std::string> present;
+        for (const FoundBlock* b : all) present.push_back(quote_name(b->prefix));
+        what += "Blocks present: " + listed(present) + ". ";
+    }
+    fail(file, what + file.tensors_text());
+}
+
+}  // namespace swiglu::detail

@@ -1,9 +1,10 @@
 // swiglu_bench: Google Benchmark binary for the swiglu library.
 //
 //   swiglu_bench [--quick] [--dtype D] [--benchmark_* flags]   the benchmarks
-//   swiglu_bench --profile [--quick] [--dtype D]               the README table
+//   swiglu_bench --profile [--quick] [--dtype D]               the profile table
 //   swiglu_bench --ridge [--quick] [--dtype D]                 the ridge table
 //   swiglu_bench --probe                                       only the machine probe
+//   (how to read the profile and ridge tables: docs/benchmarks.md)
 //
 // --quick skips llama7b (541 MB of f32 weights) for CI smoke runs; --dtype
 // f32|bf16|int8|q8_0|q4_0|all (default all) picks the block dtypes.

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Checks that includes inside src/ only point down the layers (README,
+# Checks that includes inside src/ only point down the layers (docs/design.md,
 # "Layout"): a file of a layer may include its own layer and those listed
 # for it below, nothing above. Prints each violation; exit 1 if any.
 set -euo pipefail

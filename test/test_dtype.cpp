@@ -3,7 +3,7 @@
 //    does (x, the weights, act): a tight bound, so a wrong tile, scale or
 //    rounding shows up;
 //  - against the plain fp64 block: the error the format itself costs, with
-//    the bound the README states.
+//    the bound docs/formats.md states.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -11,8 +11,8 @@
 namespace swiglu {
 
 // Which block of a checkpoint to load. The loader finds every block the
-// file holds, under any prefix, in the known naming schemes (README,
-// "Checkpoints"). With nothing set, the file must hold exactly one; layer
+// file holds, under any prefix, in the known naming schemes
+// (docs/checkpoints.md). With nothing set, the file must hold exactly one; layer
 // and expert keep the blocks of that layer (the number after "layers.",
 // "blocks." or "blk.") and expert (after "experts."), and exactly one must
 // remain; a prefix names the block itself, in any scheme (not with the

@@ -85,7 +85,7 @@ typedef struct swiglu_block_selector {
     { -1, -1, NULL }
 
 /* Builds a block from a safetensors checkpoint, found under any prefix in
- * the schemes the README lists (Hugging Face, Meta/Mistral, Mixtral and
+ * the schemes docs/checkpoints.md lists (Hugging Face, Meta/Mistral, Mixtral and
  * Qwen-MoE experts, the seeds' modules). selector NULL: the file must hold
  * exactly one block. When none or several match, the error says what the
  * file holds and which selector tells the blocks apart. */
@@ -99,7 +99,7 @@ SWIGLU_C_API swiglu_status swiglu_ffn_create_from_checkpoint(const char* path,
 SWIGLU_C_API swiglu_status swiglu_ffn_forward(const swiglu_ffn* ffn, const float* x, float* y,
                                               int64_t tokens);
 
-/* ---- The backward pass (f32 blocks; README, "Backward") ---------------- */
+/* ---- The backward pass (f32 blocks; docs/backward.md) ---------------- */
 
 /* Weight gradients for swiglu_ffn_backward: each d * f floats, laid out as
  * that weight was given (its swiglu_weight's layout, or the checkpoint's).

@@ -77,12 +77,12 @@ struct WeightView {
 //   int8: weights quantized to s8 with one scale per output channel
 //         (symmetric), activations to s8 per token at run time (x, and act
 //         between the phases), s32 accumulation, f32 out. A quarter of the
-//         bytes of f32; relative error ~1e-2 of max|y| (see README).
+//         bytes of f32; relative error ~1e-2 of max|y| (see docs/formats.md).
 //   q8_0: GGUF's Q8_0, as llama.cpp stores and quantises it: blocks of 32
 //         weights along the input dimension, 32 s8 and one f16 scale each
 //         (8.5 bits per weight). Few-token calls quantise x and act per block
 //         of 32 (s8, f32 scale) and run our own kernels; tall ones unpack
-//         weight tiles to f32 for oneDNN. See README for the error of each.
+//         weight tiles to f32 for oneDNN. See docs/formats.md for the error of each.
 //   q4_0: GGUF's Q4_0: blocks of 32 4-bit q, value (q - 8) * scale (4.5 bits
 //         per weight); run as q8_0.
 // An input width d or f that is not a multiple of 32 ends each row's last
@@ -184,7 +184,7 @@ public:
     enum class Weight { gate, up, down };
     Layout layout(Weight weight) const;
 
-    // ---- the backward pass (f32 blocks; README, "Backward") -------------
+    // ---- the backward pass (f32 blocks; docs/backward.md) -------------
     // For dy = dL/dy (tokens, d): dx = dL/dx (tokens, d), and with `grads`
     // the weight gradients dL/dW_gate, dL/dW_up, dL/dW_down. The backward
     // needs gate and up of the forward: from `saved` (forward_for_backward

@@ -45,7 +45,7 @@ def test_every_precision_runs_or_says_why():
     w = random_block(d, f)
     x = np.random.default_rng(1).uniform(-1, 1, (4, d)).astype(np.float32)
     ref = reference(x, *w)
-    # The formats' errors relative to max |y| (README, "Precision").
+    # The formats' errors relative to max |y| (docs/formats.md).
     bounds = {"f32": tolerance(d, f), "bf16": 3e-2, "int8": 5e-2, "q8_0": 5e-2, "q4_0": 2e-1}
     for dtype, bound in bounds.items():
         try:

@@ -213,7 +213,7 @@ def test_bfloat16_modules_pack_bf16_and_answer_in_bfloat16():
     assert y.dtype == torch.bfloat16 and y.shape == x.shape
     ref = reference(x.float().numpy(), *(w.astype(np.float32) for w in weights(
         seed.float(), ("gate_proj", "up_proj", "down_proj"))))
-    # The bf16 bound of the other suites (README, "Precision").
+    # The bf16 bound of the other suites (docs/formats.md).
     assert relative_error(y.float().numpy(), ref) <= 3e-2
     assert SwiGLU.from_module(seed, dtype="f32", threads=1).ffn.implementation["dtype"] == "f32"
 

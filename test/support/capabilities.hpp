@@ -8,7 +8,7 @@
 namespace swiglu::test {
 
 // int8 runs only on oneDNN's VNNI brgemm kernels (AVX512-VNNI and later);
-// elsewhere Ffn refuses Dtype::int8 with Status::unsupported (the README).
+// elsewhere Ffn refuses Dtype::int8 with Status::unsupported (docs/formats.md).
 inline bool int8_supported() {
     switch (dnnl::get_effective_cpu_isa()) {
         case dnnl::cpu_isa::avx512_core_vnni:

@@ -276,7 +276,7 @@ def load(path, layer=None, block=None, expert=None, dtype="f32", threads=0):
     index or folder, or GGUF), packed straight from the file.
 
     layer, expert: choose among several (model.layers.N..., ...experts.E.);
-    block: the block's prefix, e.g. "model.layers.3.mlp.". See the README's
+    block: the block's prefix, e.g. "model.layers.3.mlp.". See docs/checkpoints.md's
     table of schemes; errors say what the file holds.
     """
     impl = _Ffn.load(str(path), -1 if layer is None else int(layer), block or "",

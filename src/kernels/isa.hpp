@@ -14,9 +14,9 @@ namespace swiglu::detail {
 
 // The one list of ISAs, each wider than the one before it. Adding an ISA: an
 // entry here and in kIsas, its row in isa.cpp's table (name, detection of
-// what its compile flags require, fallback), its flags in src/CMakeLists.txt,
-// then the ISA in the registration lists of the families that get kernels
-// for it, with their TUs.
+// what its compile flags require, fallback), its flags in src/CMakeLists.txt
+// (swiglu_isa_flags_<isa>), then the ISA in the families that get kernels for
+// it: their swiglu_isa_family(... ISAS) and registration lists.
 enum class Isa { scalar, sse2, avx2_fma, avx512, avx512_vnni };
 inline constexpr Isa kIsas[] = {Isa::scalar, Isa::sse2, Isa::avx2_fma, Isa::avx512,
                                 Isa::avx512_vnni};

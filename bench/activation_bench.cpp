@@ -42,9 +42,9 @@ void silu_mul_bench(benchmark::State& state, SiluMulFn fn, std::size_t n) {
 }
 
 const bool registered = [] {
-    for (Isa isa : swiglu::detail::kIsas) {
-        const SiluMulFn fn = swiglu::detail::kernel_table(isa).silu_mul;
-        if (fn == nullptr || !swiglu::detail::isa_available(isa)) continue;
+    for (const auto& entry : swiglu::detail::kernel_dispatch().runnable()) {
+        const Isa isa = entry.isa;
+        const SiluMulFn fn = entry.table.silu_mul;
         for (std::size_t n : {341, 4096, 11008, 65536}) {
             const std::string name = std::string("activation/silu_mul/") +
                                      swiglu::detail::isa_name(isa) + "/n:" + std::to_string(n);

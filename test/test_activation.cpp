@@ -28,11 +28,8 @@ struct Kernel {
 // Every kernel that can run here, plus the dispatched entry point.
 std::vector<Kernel> kernels_to_test() {
     std::vector<Kernel> ks;
-    for (Isa isa : swiglu::detail::kIsas) {
-        SiluMulFn fn = swiglu::detail::kernel_table(isa).silu_mul;
-        if (fn != nullptr && swiglu::detail::isa_available(isa))
-            ks.push_back({swiglu::detail::isa_name(isa), fn});
-    }
+    for (const auto& entry : swiglu::detail::kernel_dispatch().runnable())
+        ks.push_back({swiglu::detail::isa_name(entry.isa), entry.table.silu_mul});
     ks.push_back({"silu_mul", &swiglu::detail::silu_mul});
     return ks;
 }

@@ -74,9 +74,9 @@ TEST_CASE("the fused SiLU*up backward of every ISA against double precision") {
         dact.push_back(-2.0f);
     }
     const std::size_t n = gate.size();
-    for (Isa isa : swiglu::detail::kIsas) {
-        const auto fn = swiglu::detail::kernel_table(isa).silu_mul_backward;
-        if (!fn || !swiglu::detail::isa_available(isa)) continue;
+    for (const auto& entry : swiglu::detail::kernel_dispatch().runnable()) {
+        const Isa isa = entry.isa;
+        const auto fn = entry.table.silu_mul_backward;
         CAPTURE(swiglu::detail::isa_name(isa));
         // Every length up to 2 vectors and more, so tails run too.
         for (std::size_t len :

@@ -36,12 +36,9 @@ struct Table {
 // Every SIMD table this CPU runs (each is compared with the scalar one).
 std::vector<Table> simd_isas() {
     std::vector<Table> out;
-    for (Isa isa : swiglu::detail::kIsas) {
-        if (isa == Isa::scalar) continue;
-        const KernelTable k = swiglu::detail::kernel_table(isa);
-        if (k.to_bf16 != nullptr && swiglu::detail::isa_available(isa))
-            out.push_back({swiglu::detail::isa_name(isa), k});
-    }
+    for (const auto& entry : swiglu::detail::kernel_dispatch().runnable())
+        if (entry.isa != Isa::scalar)
+            out.push_back({swiglu::detail::isa_name(entry.isa), entry.table});
     return out;
 }
 
@@ -292,7 +289,7 @@ TEST_CASE("every SIMD ISA gives the scalar bits: dequantize") {
 }
 
 TEST_CASE("the entry points run the best ISA's kernels") {
-    const KernelTable best = swiglu::detail::kernel_table(swiglu::detail::best_isa());
+    const KernelTable best = swiglu::detail::kernel_table(swiglu::detail::kernels_isa());
     const std::vector<float> in = test_values(341, 9);
     std::vector<std::uint16_t> a(341), b(341);
     swiglu::detail::to_bf16(in.data(), a.data(), in.size());
@@ -303,7 +300,8 @@ TEST_CASE("the entry points run the best ISA's kernels") {
     CHECK(swiglu::detail::quantize_row(row.data(), qa.data(), row.size()) ==
           best.quantize_row(row.data(), qb.data(), row.size()));
     CHECK(qa == qb);
-    MESSAGE("conversions run " << swiglu::detail::isa_name(swiglu::detail::best_isa()));
+    MESSAGE(
+        "conversions run " << std::string(swiglu::detail::isa_name(swiglu::detail::kernels_isa())));
 }
 
 }  // TEST_SUITE("convert")

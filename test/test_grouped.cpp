@@ -94,9 +94,9 @@ const Case kCases[] = {{1, 1, 1},     {7, 13, 2},     {13, 7, 3},    {32, 8, 4},
 // this build has grouped kernels for and this CPU runs, every format, every case.
 template <class Fn>
 void for_each_kernel_case(Fn&& fn) {
-    for (Isa isa : kIsas) {
-        const GroupedKernels k = grouped_kernels(isa);
-        if (!k.q8_0.gemm || !isa_available(isa)) continue;
+    for (const IsaKernels<GroupedKernels>& entry : grouped_dispatch().runnable()) {
+        const Isa isa = entry.isa;
+        const GroupedKernels& k = entry.table;
         for (GroupedFormat format : kFormats)
             for (const Case& c : kCases) {
                 CAPTURE(isa_name(isa));
@@ -217,9 +217,9 @@ TEST_CASE("unpacking a tile gives the GGUF blocks' values, on every ISA") {
 
 TEST_CASE("a NaN weight block gives NaN in its column only") {
     for (GroupedFormat format : kFormats)
-        for (Isa isa : kIsas) {
-            const GroupedKernels k = grouped_kernels(isa);
-            if (!k.q8_0.gemm || !isa_available(isa)) continue;
+        for (const IsaKernels<GroupedKernels>& entry : grouped_dispatch().runnable()) {
+            const Isa isa = entry.isa;
+            const GroupedKernels& k = entry.table;
             CAPTURE(isa_name(isa));
             CAPTURE(name(format));
             Tile t(format, 40, 10, 3);

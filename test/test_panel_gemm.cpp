@@ -86,9 +86,10 @@ void check_against_scalar(std::int64_t k, std::int64_t n, std::int64_t rows) {
         const Tile t(type, k, n, unsigned(k + 7 * n));
         const auto x = swiglu::test::uniform(std::size_t(rows * k), 3.0f, unsigned(rows + k));
         const std::vector<float> want = gemm(panel_kernels(Isa::scalar)[type], t, x, rows);
-        for (Isa isa : kIsas) {
-            const PanelTypeKernels kern = panel_kernels(isa)[type];
-            if (!kern || !isa_available(isa) || isa == Isa::scalar) continue;
+        for (const IsaKernels<PanelKernels>& entry : panel_dispatch().runnable()) {
+            const Isa isa = entry.isa;
+            const PanelTypeKernels kern = entry.table[type];
+            if (isa == Isa::scalar) continue;
             CAPTURE(name(type));
             CAPTURE(isa_name(isa));
             CHECK(gemm(kern, t, x, rows) == want);
@@ -186,9 +187,9 @@ TEST_CASE("calls over consecutive input ranges give one call's bits, on every IS
     };
     for (const Shape& s : shapes)
         for (PanelType type : kTypes)
-            for (Isa isa : kIsas) {
-                const PanelTypeKernels kern = panel_kernels(isa)[type];
-                if (!kern || !isa_available(isa)) continue;
+            for (const IsaKernels<PanelKernels>& entry : panel_dispatch().runnable()) {
+                const Isa isa = entry.isa;
+                const PanelTypeKernels kern = entry.table[type];
                 CAPTURE(s.k);
                 CAPTURE(s.rows);
                 CAPTURE(name(type));
@@ -211,9 +212,9 @@ TEST_CASE("calls over consecutive input ranges give one call's bits, on every IS
 
 TEST_CASE("NaN and inf in x or in a weight stay in their own outputs") {
     for (PanelType type : kTypes)
-        for (Isa isa : kIsas) {
-            const PanelTypeKernels kern = panel_kernels(isa)[type];
-            if (!kern || !isa_available(isa)) continue;
+        for (const IsaKernels<PanelKernels>& entry : panel_dispatch().runnable()) {
+            const Isa isa = entry.isa;
+            const PanelTypeKernels kern = entry.table[type];
             CAPTURE(name(type));
             CAPTURE(isa_name(isa));
             const std::int64_t k = 13, n = 20, rows = 3;

@@ -1,5 +1,5 @@
-// Packing for the weight-gradient kernels and the choice of this CPU's
-// kernel, once. Compiled with the baseline flags.
+// Packing for the weight-gradient kernels and the registration of each
+// ISA's. Compiled with the baseline flags.
 #include "kernels/gradient_gemm.hpp"
 
 #include <algorithm>
@@ -42,6 +42,14 @@ void pack_whole_blocks(const float* matrix, std::int64_t ld, std::int64_t k, std
     }
 }
 
+constexpr IsaEntry<GradientGemm> kEntries[] = {
+    {Isa::scalar, gradient_gemm_scalar},
+#if SWIGLU_X86
+    {Isa::avx2_fma, gradient_gemm_avx2_fma},
+    {Isa::avx512, gradient_gemm_avx512},
+#endif
+};
+
 }  // namespace
 
 void pack_column_blocks(const float* matrix, std::int64_t ld, std::int64_t k, std::int64_t n,
@@ -60,27 +68,10 @@ void pack_column_blocks(const float* matrix, std::int64_t ld, std::int64_t k, st
     pack_blocks(matrix, ld, k, n, width, rest, b1, packed, block_rows);
 }
 
-Isa gradient_gemm_isa(Isa isa) noexcept { return panel_kernels_isa(isa); }
+const IsaDispatch<GradientGemm>& gradient_dispatch() noexcept { return registered<kEntries>(); }
 
-GradientGemm gradient_gemm(Isa isa) noexcept {
-    switch (isa) {
-        case Isa::scalar: return gradient_gemm_scalar();
-#if SWIGLU_X86
-        case Isa::avx2_fma: return gradient_gemm_avx2_fma();
-        case Isa::avx512: return gradient_gemm_avx512();
-#endif
-        default: return nullptr;
-    }
-}
-
-Isa gradient_gemm_isa() noexcept {
-    static const Isa chosen = gradient_gemm_isa(best_isa());
-    return chosen;
-}
-
-GradientGemm gradient_gemm() noexcept {
-    static const GradientGemm chosen = gradient_gemm(gradient_gemm_isa());
-    return chosen;
-}
+GradientGemm gradient_gemm(Isa isa) noexcept { return gradient_dispatch().table(isa); }
+GradientGemm gradient_gemm() noexcept { return gradient_dispatch().chosen().table; }
+Isa gradient_gemm_isa() noexcept { return gradient_dispatch().chosen().isa; }
 
 }  // namespace swiglu::detail

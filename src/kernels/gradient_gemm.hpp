@@ -25,7 +25,7 @@
 
 #include <cstdint>
 
-#include "kernels/isa.hpp"
+#include "kernels/isa_dispatch.hpp"
 #include "kernels/panel_gemm.hpp"
 
 namespace swiglu::detail {
@@ -55,12 +55,13 @@ using GradientGemm = void (*)(const float* strips, const float* panels, std::int
                               std::int64_t rows, std::int64_t cols, float* w, std::int64_t ldw,
                               bool add) noexcept;
 
+// The gradient family: scalar, avx2_fma, avx512 (x86 builds).
+const IsaDispatch<GradientGemm>& gradient_dispatch() noexcept;
+
 // The kernel of one ISA; null where this build has none for it. Calling it
 // on a CPU without that ISA is undefined.
 GradientGemm gradient_gemm(Isa isa) noexcept;
-// The ISA whose kernel runs on a CPU whose best ISA is `isa` (below AVX2,
-// scalar), and this CPU's, chosen once.
-Isa gradient_gemm_isa(Isa isa) noexcept;
+// This CPU's, chosen once, and its ISA.
 GradientGemm gradient_gemm() noexcept;
 Isa gradient_gemm_isa() noexcept;
 

@@ -15,7 +15,7 @@
 #include <cstdint>
 
 #include "kernels/grouped_layout.hpp"
-#include "kernels/isa.hpp"
+#include "kernels/isa_dispatch.hpp"
 
 namespace swiglu::detail {
 
@@ -47,20 +47,20 @@ struct GroupedKernels {
     }
 };
 
-// The kernels of one ISA; all null where this build has none for it (the
-// ISAs without one of their own run the next narrower ISA's, see
-// grouped_kernels_isa), and for AVX-512 on a CPU without AVX512_VNNI.
+// The grouped family: scalar, avx2_fma, avx512_vnni (x86 builds; AVX-512
+// CPUs without VNNI fall back to AVX2's).
+const IsaDispatch<GroupedKernels>& grouped_dispatch() noexcept;
+
+// The kernels of one ISA; all null where this build has none for it.
 // Calling them on a CPU without that ISA is undefined.
 GroupedKernels grouped_kernels(Isa isa) noexcept;
-// The ISA whose kernels run on a CPU whose best ISA is `isa`.
-Isa grouped_kernels_isa(Isa isa) noexcept;
 // This CPU's, chosen once, and their ISA.
 const GroupedKernels& grouped_kernels() noexcept;
 Isa grouped_kernels_isa() noexcept;
 
 GroupedKernels grouped_kernels_scalar() noexcept;
 GroupedKernels grouped_kernels_avx2_fma() noexcept;
-// Its gemms only (unpack null): grouped_kernels(Isa::avx512) adds AVX2's.
+// Its gemms only (unpack null): its registration adds AVX2's.
 GroupedKernels grouped_kernels_avx512_vnni() noexcept;
 
 }  // namespace swiglu::detail

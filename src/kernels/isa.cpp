@@ -1,5 +1,5 @@
-// Which per-ISA kernels this CPU and OS can run. Compiled with the baseline
-// flags: it only reads CPUID and XCR0.
+// The ISA table and which ISAs this CPU and OS can run. Compiled with the
+// baseline flags: it only reads CPUID and XCR0.
 #include "kernels/isa.hpp"
 
 #include <array>
@@ -16,6 +16,8 @@
 namespace swiglu::detail {
 
 namespace {
+
+bool always() noexcept { return true; }
 
 #if SWIGLU_X86
 // XCR0: the register states the OS saves on a context switch. xsimd 8.1's
@@ -38,59 +40,72 @@ bool has_f16c() noexcept {
     return __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 29));
 }
 
-bool detect(Isa isa) noexcept {
+// Each checks what its ISA's flags (src/CMakeLists.txt) add to its fallback's.
+bool sse2() noexcept { return xsimd::available_architectures().sse2; }
+
+bool avx2_fma() noexcept {  // -mavx2 -mfma -mf16c; the OS saves SSE and AVX state
+    return xsimd::available_architectures().fma3_avx2 && has_f16c() &&
+           (os_saved_state() & 0x6) == 0x6;
+}
+
+bool avx512() noexcept {  // -mavx512f -mavx512cd -mavx512dq -mavx512bw; + opmask, ZMM state
     const auto cpu = xsimd::available_architectures();
-    const std::uint64_t xcr0 = os_saved_state();
-    const bool os_ymm = (xcr0 & 0x6) == 0x6;    // SSE + AVX state
-    const bool os_zmm = (xcr0 & 0xe6) == 0xe6;  // + opmask, ZMM0-15 high, ZMM16-31
-    switch (isa) {
-        case Isa::scalar: return true;
-        case Isa::sse2: return cpu.sse2;
-        case Isa::avx2_fma: return cpu.fma3_avx2 && has_f16c() && os_ymm;
-        // Its TU is also built with -mavx2 -mfma -mf16c, so it needs those too.
-        case Isa::avx512:
-            return cpu.avx512f && cpu.avx512cd && cpu.avx512dq && cpu.avx512bw && cpu.fma3_avx2 &&
-                   has_f16c() && os_ymm && os_zmm;
-    }
-    return false;
+    return cpu.avx512f && cpu.avx512cd && cpu.avx512dq && cpu.avx512bw &&
+           (os_saved_state() & 0xe6) == 0xe6;
+}
+
+bool avx512_vnni() noexcept {  // -mavx512vnni: CPUID.(7,0):ECX.AVX512_VNNI
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    return __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) && (ecx & (1u << 11));
 }
 #else
-bool detect(Isa isa) noexcept { return isa == Isa::scalar; }
+// Elsewhere only the scalar code runs.
+bool never() noexcept { return false; }
+constexpr auto sse2 = never, avx2_fma = never, avx512 = never, avx512_vnni = never;
 #endif
+
+constexpr IsaInfo kIsaTable[] = {
+    {Isa::scalar, "scalar", always, Isa::scalar},
+    {Isa::sse2, "sse2", sse2, Isa::scalar},
+    {Isa::avx2_fma, "avx2_fma", avx2_fma, Isa::sse2},
+    {Isa::avx512, "avx512", avx512, Isa::avx2_fma},
+    {Isa::avx512_vnni, "avx512_vnni", avx512_vnni, Isa::avx512},
+};
+// Row i describes kIsas[i] and falls back to a narrower row: walks down the
+// fallbacks end at scalar, and a fallback's availability is known first.
+constexpr bool rows_in_order() {
+    if (sizeof(kIsaTable) / sizeof(kIsaTable[0]) != kIsaCount) return false;
+    for (int i = 0; i < kIsaCount; ++i)
+        if (kIsaTable[i].isa != kIsas[i] || (i > 0 && static_cast<int>(kIsaTable[i].fallback) >= i))
+            return false;
+    return true;
+}
+static_assert(rows_in_order(), "kIsaTable: one row per ISA, in kIsas' order");
 
 }  // namespace
 
-const char* isa_name(Isa isa) noexcept {
-    switch (isa) {
-        case Isa::scalar: return "scalar";
-        case Isa::sse2: return "sse2";
-        case Isa::avx2_fma: return "avx2_fma";
-        case Isa::avx512: return "avx512";
-    }
-    return "unknown";
+const IsaInfo& isa_info(Isa isa) noexcept {
+    const auto i = static_cast<std::size_t>(isa);
+    return kIsaTable[i < std::size_t{kIsaCount} ? i : 0];
 }
+
+const char* isa_name(Isa isa) noexcept { return isa_info(isa).name; }
+
+Isa isa_fallback(Isa isa) noexcept { return isa_info(isa).fallback; }
 
 bool isa_available(Isa isa) noexcept {
     static const auto available = [] {
+        // Narrower first, so each ISA's fallback is known before it.
         std::array<bool, kIsaCount> a{};
-        for (Isa i : kIsas) a[static_cast<std::size_t>(i)] = detect(i);
+        for (const IsaInfo& info : kIsaTable) {
+            const auto fallback = static_cast<std::size_t>(info.fallback);
+            a[static_cast<std::size_t>(info.isa)] =
+                (info.isa == Isa::scalar || a[fallback]) && info.detect();
+        }
         return a;
     }();
     const auto i = static_cast<std::size_t>(isa);
     return i < available.size() && available[i];
-}
-
-bool avx512_vnni_available() noexcept {
-#if SWIGLU_X86
-    static const bool vnni = [] {
-        unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
-        return isa_available(Isa::avx512) && __get_cpuid_count(7, 0, &eax, &ebx, &ecx, &edx) &&
-               (ecx & (1u << 11));  // CPUID.(7,0):ECX.AVX512_VNNI
-    }();
-    return vnni;
-#else
-    return false;
-#endif
 }
 
 Isa best_isa() noexcept {

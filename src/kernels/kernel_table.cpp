@@ -1,4 +1,4 @@
-// Picks this CPU's kernel table, once. Compiled with the baseline flags: it
+// Registers the element-wise kernels of each ISA. Compiled with the baseline flags: it
 // only hands out pointers into the per-ISA TUs.
 #include "kernels/kernel_table.hpp"
 
@@ -9,29 +9,22 @@
 
 namespace swiglu::detail {
 
-KernelTable kernel_table(Isa isa) noexcept {
-    switch (isa) {
-        case Isa::scalar: return kernel_table_scalar();
+namespace {
+constexpr IsaEntry<KernelTable> kEntries[] = {
+    {Isa::scalar, kernel_table_scalar},
 #if SWIGLU_X86
-        case Isa::sse2: return kernel_table_sse2();
-        case Isa::avx2_fma: return kernel_table_avx2_fma();
-        case Isa::avx512: return kernel_table_avx512();
-#else
-        default: break;
+    {Isa::sse2, kernel_table_sse2},
+    {Isa::avx2_fma, kernel_table_avx2_fma},
+    {Isa::avx512, kernel_table_avx512},
 #endif
-    }
-    return KernelTable{};
-}
+};
+}  // namespace
 
-Isa kernels_isa() noexcept {
-    static const Isa chosen = best_isa();
-    return chosen;
-}
+const IsaDispatch<KernelTable>& kernel_dispatch() noexcept { return registered<kEntries>(); }
 
-const KernelTable& kernels() noexcept {
-    static const KernelTable chosen = kernel_table(kernels_isa());
-    return chosen;
-}
+KernelTable kernel_table(Isa isa) noexcept { return kernel_dispatch().table(isa); }
+Isa kernels_isa() noexcept { return kernel_dispatch().chosen().isa; }
+const KernelTable& kernels() noexcept { return kernel_dispatch().chosen().table; }
 
 const char* kernels_isa_name() noexcept { return isa_name(kernels_isa()); }
 

@@ -1,15 +1,15 @@
 // Every element-wise kernel of one ISA in one table: SiLU(gate)*up, its
 // backward and the conversions around the matmuls (contracts in
 // f32_silu_mul.hpp, silu_mul_backward.hpp, convert.hpp and, for the grouped
-// formats' activation blocks, grouped_layout.hpp). One table per ISA of kIsas; the library
-// picks this CPU's best once, tests and benchmarks walk them all and compare each to the scalar
-// reference (Isa::scalar).
+// formats' activation blocks, grouped_layout.hpp). One table per ISA in
+// kernel_dispatch(); the library picks this CPU's best once, tests and
+// benchmarks walk them all and compare each to the scalar reference.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/isa.hpp"
+#include "kernels/isa_dispatch.hpp"
 
 namespace swiglu::detail {
 
@@ -29,6 +29,9 @@ struct KernelTable {
                        const float* column_scales) noexcept;
     void (*quantize_act_row)(const float* in, std::size_t n, ActBlock* out) noexcept;
 };
+
+// The element-wise family: scalar, sse2, avx2_fma, avx512 (x86 builds).
+const IsaDispatch<KernelTable>& kernel_dispatch() noexcept;
 
 // The kernels of one ISA; all null if this build doesn't have it. Calling
 // them on a CPU without that ISA is undefined: check isa_available first.

@@ -1,5 +1,5 @@
-// The panel layout and the choice of this CPU's kernels, once. Compiled
-// with the baseline flags.
+// The panel layout and the registration of each ISA's panel kernels.
+// Compiled with the baseline flags.
 #include "kernels/panel_gemm.hpp"
 
 #include <cstring>
@@ -43,29 +43,20 @@ void unpack_f32_panels(const void* tile, std::int64_t k, std::int64_t n, float* 
     }
 }
 
-Isa panel_kernels_isa(Isa isa) noexcept {
-    return isa == Isa::avx512 || isa == Isa::avx2_fma ? isa : Isa::scalar;
-}
-
-PanelKernels panel_kernels(Isa isa) noexcept {
-    switch (isa) {
-        case Isa::scalar: return panel_kernels_scalar();
+namespace {
+constexpr IsaEntry<PanelKernels> kEntries[] = {
+    {Isa::scalar, panel_kernels_scalar},
 #if SWIGLU_X86
-        case Isa::avx2_fma: return panel_kernels_avx2_fma();
-        case Isa::avx512: return panel_kernels_avx512();
+    {Isa::avx2_fma, panel_kernels_avx2_fma},
+    {Isa::avx512, panel_kernels_avx512},
 #endif
-        default: return PanelKernels{};
-    }
-}
+};
+}  // namespace
 
-Isa panel_kernels_isa() noexcept {
-    static const Isa chosen = panel_kernels_isa(best_isa());
-    return chosen;
-}
+const IsaDispatch<PanelKernels>& panel_dispatch() noexcept { return registered<kEntries>(); }
 
-const PanelKernels& panel_kernels() noexcept {
-    static const PanelKernels chosen = panel_kernels(panel_kernels_isa());
-    return chosen;
-}
+PanelKernels panel_kernels(Isa isa) noexcept { return panel_dispatch().table(isa); }
+const PanelKernels& panel_kernels() noexcept { return panel_dispatch().chosen().table; }
+Isa panel_kernels_isa() noexcept { return panel_dispatch().chosen().isa; }
 
 }  // namespace swiglu::detail

@@ -24,7 +24,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "kernels/isa.hpp"
+#include "kernels/isa_dispatch.hpp"
 
 namespace swiglu::detail {
 
@@ -81,12 +81,12 @@ struct PanelKernels {
     explicit operator bool() const { return static_cast<bool>(f32); }
 };
 
+// The panel family: scalar, avx2_fma, avx512 (x86 builds).
+const IsaDispatch<PanelKernels>& panel_dispatch() noexcept;
+
 // The kernels of one ISA; empty where this build has none for it. Calling
 // them on a CPU without that ISA is undefined.
 PanelKernels panel_kernels(Isa isa) noexcept;
-// The ISA whose kernels run on a CPU whose best ISA is `isa` (below AVX2,
-// scalar).
-Isa panel_kernels_isa(Isa isa) noexcept;
 // This CPU's, chosen once, and their ISA.
 const PanelKernels& panel_kernels() noexcept;
 Isa panel_kernels_isa() noexcept;

@@ -22,7 +22,7 @@
 
 #include <cstdint>
 
-#include "kernels/isa.hpp"
+#include "kernels/isa_dispatch.hpp"
 
 namespace swiglu::detail {
 
@@ -47,6 +47,9 @@ inline const std::int32_t* s8_tile_compensation(const std::int8_t* tile, std::in
 using S8Gemm = void (*)(const std::int8_t* tile, std::int64_t k, std::int64_t n,
                         const std::int8_t* x, std::int64_t ldx, std::int64_t rows, std::int32_t* y,
                         std::int64_t ldy) noexcept;
+
+// The s8 family: scalar (the reference), avx512_vnni (x86 builds).
+const IsaDispatch<S8Gemm>& s8_dispatch() noexcept;
 
 // This CPU's kernel, chosen once: AVX-512 with VNNI, else null (the int8
 // mode runs only where oneDNN has its VNNI kernel, which packed the tiles).

@@ -61,13 +61,16 @@ struct TileWorker {
 // One tile matmul: result (rows x the tile's outputs) = the inputs of the
 // rows @ column tile `tile` of the phase.
 struct TileJob {
-    int phase = 0;               // which of the worker's two phases (its bindings)
-    std::int64_t tile = 0;       // the column tile
-    const RowTile* rows;         // `row_tiles` consecutive row tiles: more than one
-    int row_tiles = 1;           // only for the prefill engine's full-height tiles
-    const void* src;             // the first row's inputs (Numerics::src), row stride k
-    float* result;               // row-major, row stride `result_stride`: the tile's
-    std::int64_t result_stride;  // outputs, or any for a copy (the backward's dx)
+    int phase = 0;          // which of the worker's two phases (its bindings)
+    std::int64_t tile = 0;  // the column tile
+    const RowTile* rows;    // `row_tiles` consecutive row tiles: more than one
+    int row_tiles = 1;      // only for the prefill engine's full-height tiles
+    const void* src;        // the first row's inputs (Numerics::src), row stride k
+    // Row-major, row stride `result_stride`: the tile's outputs where
+    // oneDNN's kernels run (they write dense tiles; any other stride is
+    // copied out of the worker's tile: the backward's dx), any for ours.
+    float* result;
+    std::int64_t result_stride;
     // Inputs [k0, k1) only, adding to result when k0 > 0 (k1 == 0: all of
     // them, one kernel call): engines with input_slices() only.
     std::int64_t k0 = 0, k1 = 0;

@@ -57,15 +57,10 @@ std::string own_rows_note(std::int64_t rows) {
 
 class S8Engine final : public TileEngine {
 public:
-    // Our kernel is null without AVX512-VNNI: oneDNN's then take every tile.
-    S8Engine(std::int64_t own_rows, S8Gemm gemm)
-        : TileEngine(EngineKind::s8, {1, 1, true},
-                     !gemm          ? 0
-                     : own_rows < 0 ? kOwnRowsMax
-                                    : own_rows,
-                     own_rows_note(!gemm          ? 0
-                                   : own_rows < 0 ? kOwnRowsMax
-                                                  : own_rows)),
+    // Row tiles up to `own_rows_max` high on `gemm`; streams with one row
+    // (tiling.hpp, min_row_bucket: int8's VNNI kernels).
+    S8Engine(std::int64_t own_rows_max, S8Gemm gemm)
+        : TileEngine(EngineKind::s8, {1, 1, true}, own_rows_max, own_rows_note(own_rows_max)),
           onednn_(make_onednn_engine({dt::s8, dt::s8, dt::s32}, {}, KernelDemand::any)),
           gemm_(gemm) {
         demand_ = KernelDemand::vnni;
@@ -103,8 +98,10 @@ private:
 
 }  // namespace
 
+// Our kernel is null without AVX512-VNNI: oneDNN's then take every tile.
 std::unique_ptr<TileEngine> make_s8_engine(std::int64_t own_rows) {
-    return std::make_unique<S8Engine>(own_rows, s8_gemm());
+    const S8Gemm gemm = s8_gemm();
+    return std::make_unique<S8Engine>(!gemm ? 0 : own_rows < 0 ? kOwnRowsMax : own_rows, gemm);
 }
 
 }  // namespace swiglu::detail

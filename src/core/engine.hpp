@@ -122,8 +122,9 @@ public:
     const EngineGeometry& geometry() const { return geometry_; }
     // The rows of a row tile its matmuls compute: padding rows too where
     // oneDNN computes them (dropped later); our own kernels compute valid
-    // rows only. Depends on the tile's height alone, so both phases of a
-    // tile compute the same rows.
+    // rows only (5-7 tokens ran 8 rows' work, 9-15 sixteen's), and their
+    // padding rows of act are never read. Depends on the tile's height
+    // alone, so both phases of a tile compute the same rows.
     std::int64_t computed_rows(const RowTile& t) const {
         return t.height() <= own_rows_max_ ? t.rows : t.height();
     }

@@ -65,8 +65,7 @@ struct Chunk {
     }
 
     // The rows of a tile its matmuls compute, and so the rows SiLU*up and
-    // the act step take (TileEngine::computed_rows): our own kernels'
-    // padding rows of act are never read.
+    // the act step take (TileEngine::computed_rows).
     std::int64_t computed_rows(const RowTile& t) const { return engine.computed_rows(t); }
 
     // x @ [Wg|Wu] for one tile, then SiLU(gate)*up per row while the tile

@@ -43,6 +43,7 @@
 
 #include "backward_baseline.hpp"
 #include "baseline.hpp"
+#include "ffn_bench.hpp"
 #include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
@@ -82,7 +83,7 @@ public:
             ffn_ = std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(w_->gate.get(), f, d),
                                                  swiglu::WeightView::out_in(w_->up.get(), f, d),
                                                  swiglu::WeightView::out_in(w_->down.get(), d, f),
-                                                 swiglu::Options{threads});
+                                                 bench_options(threads));
             ffn_->enable_backward();
             saved_tokens_ = 0;
         }

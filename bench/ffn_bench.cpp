@@ -46,6 +46,16 @@
 #include "weights.hpp"
 
 namespace swiglu_bench {
+
+swiglu::BuildPolicy& build_policy() {
+    static swiglu::BuildPolicy policy;
+    return policy;
+}
+
+swiglu::Options bench_options(int threads, swiglu::Dtype dtype) {
+    return {threads, dtype, build_policy()};
+}
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -115,7 +125,7 @@ public:
             ffn_ = std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(w_->gate.get(), f, d),
                                                  swiglu::WeightView::out_in(w_->up.get(), f, d),
                                                  swiglu::WeightView::out_in(w_->down.get(), d, f),
-                                                 swiglu::Options{threads, dtype});
+                                                 bench_options(threads, dtype));
         } catch (const swiglu::Error& e) {
             if (e.status() == swiglu::Status::unsupported) ffn_unsupported_[dtype] = e.what();
             throw;
@@ -319,7 +329,7 @@ LibraryInfo library_info() {
             swiglu::Ffn ffn(swiglu::WeightView::out_in(w->gate.get(), s.f, s.d),
                             swiglu::WeightView::out_in(w->up.get(), s.f, s.d),
                             swiglu::WeightView::out_in(w->down.get(), s.d, s.f),
-                            swiglu::Options{0, dtype});
+                            bench_options(0, dtype));
             const swiglu::Implementation impl = ffn.implementation();
             info.dtype_matmul[i] = impl.matmul;
             if (dtype == Dtype::f32) {

@@ -11,6 +11,12 @@
 
 namespace swiglu_bench {
 
+// The kernels every block this benchmark builds may take: main.cpp sets it
+// from --panels, --grouped-prefill and --s8-rows before any is built.
+swiglu::BuildPolicy& build_policy();
+// Options{threads, dtype} with that policy.
+swiglu::Options bench_options(int threads, swiglu::Dtype dtype = swiglu::Dtype::f32);
+
 // What swiglu::Options{threads = 0} resolves to and what runs underneath,
 // from small Ffns (one per dtype) built at start-up; `error` is set (and
 // threads falls back to this process's CPU affinity count) when building the

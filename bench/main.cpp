@@ -26,7 +26,6 @@
 #include <vector>
 
 #include "backward_bench.hpp"
-#include "core/precision.hpp"
 #include "ffn_bench.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
@@ -282,17 +281,17 @@ int main(int argc, char** argv) {
                 std::fprintf(stderr, "swiglu_bench: --panels=%s: expected on or off\n", v.c_str());
                 return 1;
             }
-            swiglu::detail::set_panels(v == "on");
+            swiglu_bench::build_policy().panels = v == "on";
         } else if (i > 0 && std::strncmp(argv[i], "--grouped-prefill=", 18) == 0) {
             // Which path q8_0 / q4_0 take for 64-row tiles: for measuring
-            // the crossover (core/precision.hpp, GroupedPrefill).
+            // the crossover (swiglu::GroupedPrefill).
             const std::string v = argv[i] + 18;
-            using GP = swiglu::detail::GroupedPrefill;
+            using GP = swiglu::GroupedPrefill;
             if (v == "auto" || v == "never" || v == "f32" || v == "bf16") {
-                swiglu::detail::set_grouped_prefill(v == "auto"    ? GP::automatic
-                                                    : v == "never" ? GP::never
-                                                    : v == "f32"   ? GP::f32
-                                                                   : GP::bf16);
+                swiglu_bench::build_policy().grouped_prefill = v == "auto"    ? GP::automatic
+                                                               : v == "never" ? GP::never
+                                                               : v == "f32"   ? GP::f32
+                                                                              : GP::bf16;
             } else {
                 std::fprintf(stderr,
                              "swiglu_bench: --grouped-prefill=%s: expected auto, never, f32 or "
@@ -302,7 +301,7 @@ int main(int argc, char** argv) {
             }
         } else if (i > 0 && std::strncmp(argv[i], "--s8-rows=", 10) == 0) {
             // The tallest int8 row tiles on our s8 kernel: for measuring it
-            // against oneDNN's (core/precision.hpp, set_int8_own_rows).
+            // against oneDNN's (swiglu::BuildPolicy::int8_own_rows).
             const std::string v = argv[i] + 10;
             char* end = nullptr;
             const long rows = v == "auto" ? -1 : std::strtol(v.c_str(), &end, 10);
@@ -311,8 +310,7 @@ int main(int argc, char** argv) {
                              v.c_str());
                 return 1;
             }
-            swiglu::detail::set_int8_own_rows(v == "auto" ? swiglu::detail::kInt8OwnRowsAuto
-                                                          : rows);
+            swiglu_bench::build_policy().int8_own_rows = v == "auto" ? -1 : rows;
         } else if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {
             profile = true;
         } else if (i > 0 && std::strcmp(argv[i], "--ridge") == 0) {

@@ -118,11 +118,10 @@ TEST_CASE("a block whose weights stream from DRAM matches the fp64 reference") {
 }
 
 TEST_CASE("with the panels mode off (oneDNN's f32 kernels) forward matches the fp64 reference") {
-    const test::PanelsOff off;
     const std::int64_t shapes[][2] = {{1, 1}, {7, 13}, {128, 341}, {1024, 1100}};
     for (const auto& [d, f] : shapes) {
         RandomBlock b(d, f, Layout::out_in, static_cast<unsigned>(d + f));
-        Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2});
+        Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), test::panels_off(Options{2}));
         CHECK(ffn.implementation().matmul.find("panels") == std::string::npos);
         for (std::int64_t tokens : {1, 3, 17, 70}) {
             CAPTURE(d);

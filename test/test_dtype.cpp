@@ -17,7 +17,6 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
-#include "core/precision.hpp"
 #include "dtypes.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/ggml_blocks.hpp"
@@ -183,7 +182,8 @@ constexpr double kQ4_0Format = 0.3;
 // Both are also checked against llama.cpp's numerics on the same weights
 // (activations as ggml's Q8_0 blocks): see check_dtype.
 
-void check_dtype(Dtype dtype, double simulated_bound, double format_bound) {
+void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
+                 const BuildPolicy& policy = {}) {
     double worst_sim = 0, worst_format = 0, ours_total = 0, ggml_total = 0, weights_total = 0;
     for (const Shape& s : kShapes) {
         CAPTURE(s.d);
@@ -191,7 +191,7 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound) {
         CAPTURE(s.tokens);
         for (Layout layout : {Layout::out_in, Layout::in_out}) {
             RandomBlock b(s.d, s.f, layout, static_cast<unsigned>(s.d * 31 + s.f));
-            Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2, dtype});
+            Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2, dtype, policy});
             const auto x = test::random_input(s.tokens, s.d, 77);
             std::vector<float> y(x.size());
             ffn.forward(x.data(), y.data(), s.tokens);
@@ -247,13 +247,13 @@ TEST_CASE("bf16 matches its simulation tightly and fp64 within the format's erro
 TEST_CASE("bf16 with the panels mode off (emulated here) matches the same bounds") {
     // On a CPU without a bf16 matmul the panels mode serves bf16; its
     // fallback, f32 kernels on rounded weights, must hold the same bounds.
-    const test::PanelsOff off;
     const RandomBlock b(7, 13, Layout::out_in, 3);
-    const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::bf16});
+    const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(),
+                  test::panels_off(Options{1, Dtype::bf16}));
     const std::string matmul = ffn.implementation().matmul;
     MESSAGE("bf16 with the panels mode off: ", matmul);
     CHECK(matmul.find("bf16 panels") == std::string::npos);
-    check_dtype(Dtype::bf16, kBf16Simulated, kBf16Format);
+    check_dtype(Dtype::bf16, kBf16Simulated, kBf16Format, test::panels_off(Options{}).build);
 }
 
 TEST_CASE("int8 matches its simulation tightly and fp64 within the format's error") {
@@ -268,12 +268,6 @@ TEST_CASE("q8_0 matches its simulation tightly and fp64 within the format's erro
 TEST_CASE("q4_0 matches its simulation tightly and fp64 within the format's error") {
     check_dtype(Dtype::q4_0, kGroupedSimulated, kQ4_0Format);
 }
-
-// Sets the grouped formats' prefill policy for one scope.
-struct PrefillPolicy {
-    explicit PrefillPolicy(detail::GroupedPrefill p) { detail::set_grouped_prefill(p); }
-    ~PrefillPolicy() { detail::set_grouped_prefill(detail::GroupedPrefill::automatic); }
-};
 
 TEST_CASE(
     "grouped formats: the prefill path takes the 64-row tiles, the grouped kernels the rest") {
@@ -291,14 +285,15 @@ TEST_CASE(
     // f32 bound), bf16 ones as the bf16 dtype's simulation; grouped rows as
     // kGroupedSimulated.
     const RandomBlock b(700, 800, Layout::out_in, 5);
-    const std::pair<detail::GroupedPrefill, Acts> paths[] = {
-        {detail::GroupedPrefill::f32, Acts::f32}, {detail::GroupedPrefill::bf16, Acts::bf16}};
+    const std::pair<GroupedPrefill, Acts> paths[] = {{GroupedPrefill::f32, Acts::f32},
+                                                     {GroupedPrefill::bf16, Acts::bf16}};
     for (Dtype dtype : {Dtype::q8_0, Dtype::q4_0})
         for (const auto& [policy, acts] : paths) {
             CAPTURE(dtype_name(dtype));
             CAPTURE(int(acts));
-            const PrefillPolicy scope(policy);
-            const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2, dtype});
+            Options options{2, dtype};
+            options.build.grouped_prefill = policy;
+            const Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), options);
             const std::string matmul = ffn.implementation().matmul;
             if (acts == Acts::bf16 && matmul.find("unpacked") == std::string::npos) {
                 MESSAGE("no bf16 matmul in oneDNN here: bf16 prefill not run (", matmul, ")");

@@ -225,6 +225,22 @@ TEST_CASE(
     CHECK(a.f() == 13);
 }
 
+TEST_CASE("a BuildPolicy shapes its own block only, not those built after it") {
+    RandomBlock b(64, 96, Layout::out_in, 3);
+    Options off{1};
+    off.build.panels = false;
+    Options f32_prefill{1, Dtype::q4_0};
+    f32_prefill.build.grouped_prefill = GroupedPrefill::f32;
+    const Ffn a(b.gate_view(), b.up_view(), b.down_view(), off);
+    const Ffn p(b.gate_view(), b.up_view(), b.down_view(), f32_prefill);
+    const Ffn d(b.gate_view(), b.up_view(), b.down_view(), Options{1});
+    const Ffn q(b.gate_view(), b.up_view(), b.down_view(), Options{1, Dtype::q4_0});
+    CHECK(a.implementation().matmul.find("panels") == std::string::npos);
+    CHECK(p.implementation().matmul.find("unpacked to f32") != std::string::npos);
+    CHECK(q.implementation().matmul.find("unpacked to f32") == std::string::npos);
+    MESSAGE("f32 by default here: ", d.implementation().matmul);
+}
+
 TEST_CASE("helpers reject bad sizes") {
     expect_error([] { llama_hidden(0); }, Status::invalid_argument, "llama_hidden");
     expect_error([] { parameter_count(-1, 3); }, Status::invalid_argument, "parameter_count");

@@ -92,7 +92,7 @@ TEST_CASE("every row is found by its names and ids, in Format's order") {
         if (t.runs) CHECK(&traits(t.dtype) == &t);
         if (t.decode && t.gguf_type >= 0) CHECK(format_by_gguf_type(t.gguf_type) == &t);
         if (t.decode && t.safetensors) CHECK(format_by_safetensors(t.stored_name) == &t);
-        CHECK((t.numerics == Numerics::none) == !t.runs);
+        CHECK((t.numerics == NumericsKind::none) == !t.runs);
     }
     for (Dtype d : swiglu::kDtypes) CHECK(traits(d).runs);
     CHECK(format_by_name("fp16") == nullptr);

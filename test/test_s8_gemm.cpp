@@ -26,7 +26,6 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
-#include "core/precision.hpp"
 #include "kernels/s8_gemm.hpp"
 #include "reference.hpp"
 
@@ -128,12 +127,6 @@ TEST_CASE("this CPU's s8 kernel matches the scalar one exactly") {
             }
 }
 
-// Sets the int8 mode's s8 rows for one scope.
-struct OwnRows {
-    explicit OwnRows(std::int64_t rows) { set_int8_own_rows(rows); }
-    ~OwnRows() { set_int8_own_rows(kInt8OwnRowsAuto); }
-};
-
 TEST_CASE("int8 blocks on the s8 kernel give oneDNN's bits, at every row count") {
     if (!swiglu::test::int8_supported() || !s8_gemm()) return;
     // 13 x 7 and 384 x 1024 (cyber): one gate|up tile, act quantised in
@@ -146,11 +139,12 @@ TEST_CASE("int8 blocks on the s8 kernel give oneDNN's bits, at every row count")
         CAPTURE(f);
         const swiglu::test::RandomBlock b(d, f, swiglu::Layout::out_in, 3);
         auto make = [&](std::int64_t rows) {
-            const OwnRows scope(rows);
+            swiglu::Options options{2, swiglu::Dtype::int8};
+            options.build.int8_own_rows = rows;
             return std::make_unique<swiglu::Ffn>(b.gate_view(), b.up_view(), b.down_view(),
-                                                 swiglu::Options{2, swiglu::Dtype::int8});
+                                                 options);
         };
-        const auto ours = make(kInt8OwnRowsAuto), theirs = make(0);
+        const auto ours = make(-1), theirs = make(0);
         const std::string matmul = ours->implementation().matmul;
         CAPTURE(matmul);
         CHECK(matmul.find("rows: s8 kernels") != std::string::npos);

@@ -99,12 +99,38 @@ SWIGLU_API bool dtype_from_name(std::string_view name, Dtype* out) noexcept;
 // Every Dtype's name for messages and help: "f32, bf16, int8, q8_0 or q4_0".
 SWIGLU_API std::string dtype_names();
 
+// Where q8_0 / q4_0 run full-height (64-row) row tiles: automatic: through
+// oneDNN on weight tiles unpacked to bf16 where it has an AMX kernel, on our
+// grouped kernels elsewhere; never: on the grouped kernels always; f32, bf16:
+// through oneDNN on tiles unpacked to that type, whatever its kernel (for
+// tests and measurements).
+enum class GroupedPrefill { automatic, never, f32, bf16 };
+
+// Which kernels a block may be built on, chosen once when it is built and
+// fixed for its life. The defaults are the library's own choice on every
+// CPU; the other values exist to test and measure the alternatives (the
+// benchmark's --panels, --grouped-prefill and --s8-rows), and never change
+// what a block computes beyond the kernels' documented bounds.
+struct BuildPolicy {
+    // Whether f32 and bf16 may run on our panel kernels where they serve
+    // better than oneDNN's (AVX2 or better); false keeps oneDNN's f32
+    // kernels, and bf16's emulated mode where oneDNN has no bf16 matmul.
+    bool panels = true;
+    GroupedPrefill grouped_prefill = GroupedPrefill::automatic;
+    // The tallest int8 row tiles that run on our s8 kernel where it exists
+    // (AVX512-VNNI): -1 for the library's choice (32 rows), 0 for none
+    // (oneDNN's kernels only), up to 64 (every tile).
+    std::int64_t int8_own_rows = -1;
+};
+
 struct Options {
     // Threads that forward() may use, the calling thread included.
     // 0 = every core this process may run on (its CPU affinity). Blocks with
     // the same count share one pool of workers (a model's layers).
     int threads = 0;
     Dtype dtype = Dtype::f32;
+    // The kernels it may take (defaults: the library's choice).
+    BuildPolicy build = {};
 };
 
 // What runs underneath, for logs, `swiglu info` and tests.

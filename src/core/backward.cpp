@@ -1,8 +1,8 @@
+// The backward's phases (backward.hpp); its construction: backward_block.cpp.
 #include "core/backward.hpp"
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include "core/forward.hpp"
 #include "core/phase_runner.hpp"
@@ -11,13 +11,6 @@
 namespace swiglu::detail {
 
 namespace {
-
-using dt = dnnl::memory::data_type;
-
-// Weight tiles of phases A and B: a quarter of the forward's, so a tile
-// stays in a core's L2 while every row tile of the chunk runs over it
-// (cyber, 512 tokens: phase A 42 -> GFLOP/s).
-constexpr std::int64_t kBackwardTileBytes = std::int64_t{1} << 18;
 
 // Below this many flops a chunk runs on the calling thread (as forward.cpp).
 constexpr double kMinParallelFlops = 1 << 20;
@@ -44,166 +37,6 @@ constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b 
 // Phase T's tasks: this many strips, or panels, of one operand.
 constexpr std::int64_t kStripsPerPackTask = 16;
 constexpr std::int64_t kPanelsPerPackTask = 4;
-
-}  // namespace
-
-BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3])
-    : d(block.d), f(block.f) {
-    dact.k = d;
-    dact.columns = plan_columns(f, 4 * d, kBackwardTileBytes);
-    dx.k = 2 * f;
-    dx.columns = plan_columns(d, 8 * f, kBackwardTileBytes);
-    // The forward's f32 mode is its panels where it owns its kernels.
-    const Precision& mode = *block.precision;
-    if (mode.dtype() == Dtype::f32 && mode.own_kernels()) panels = panel_kernels()[PanelType::f32];
-    if (!panels) {
-        make_phase_kernels(dact, 0, {}, false);
-        make_phase_kernels(dx, 0, {}, false);
-    }
-    plan_gradients(layouts);
-    gradient_gemm = swiglu::detail::gradient_gemm();
-    pack(block);
-    std::set<std::string> impls;
-    if (panels) impls.insert("f32 panels:" + std::string(isa_name(panel_kernels_isa())));
-    impls.insert("f32 gradients:" + std::string(isa_name(gradient_gemm_isa())));
-    auto note = [&](const MatmulKernel& k) {
-        if (!k) return;
-        impls.insert(k.implementation);
-        scratchpad_bytes = std::max(scratchpad_bytes, k.scratchpad_bytes);
-    };
-    for (const Phase* p : {&dact, &dx})
-        for (const auto& row : p->kernels)
-            for (const MatmulKernel& k : row) note(k);
-    for (const std::string& name : impls)
-        implementation += (implementation.empty() ? "" : ",") + name;
-}
-
-// The forward's f32 weights, read back tile by tile into plain (in, out)
-// matrices, then transposed into the backward's tiles: Wd^T's (d x w)
-// slices of f, and [Wg^T ; Wu^T]'s (2f x w) slices of d.
-void BackwardBlock::pack(const PackedBlock& block) {
-    const Precision& mode = *block.precision;
-    const auto df = static_cast<std::size_t>(d * f);
-    std::vector<float> wg(df), wu(df), wd(df), plain;  // (d, f), (d, f), (f, d)
-    const Phase& gu = block.gate_up;
-    for (std::int64_t j = 0; j < gu.columns.count; ++j) {
-        const std::int64_t c0 = gu.columns.begin(j), w = gu.columns.size(j);
-        plain.resize(static_cast<std::size_t>(d * 2 * w));
-        if (!mode.unpack_f32(gu.tiles[static_cast<std::size_t>(j)], d, 2 * w, plain.data()))
-            throw Error(Status::unsupported,
-                        std::string("backward: needs an Ffn of dtype f32 (this one is ") +
-                            dtype_name(mode.dtype()) + ")");
-        for (std::int64_t i = 0; i < d; ++i)
-            for (std::int64_t c = 0; c < w; ++c) {
-                wg[static_cast<std::size_t>(i * f + c0 + c)] = plain[i * 2 * w + c];
-                wu[static_cast<std::size_t>(i * f + c0 + c)] = plain[i * 2 * w + w + c];
-            }
-    }
-    const Phase& dn = block.down;
-    for (std::int64_t j = 0; j < dn.columns.count; ++j) {
-        const std::int64_t c0 = dn.columns.begin(j), w = dn.columns.size(j);
-        plain.resize(static_cast<std::size_t>(f * w));
-        mode.unpack_f32(dn.tiles[static_cast<std::size_t>(j)], f, w, plain.data());
-        for (std::int64_t i = 0; i < f; ++i)
-            std::memcpy(&wd[static_cast<std::size_t>(i * d + c0)], &plain[i * w],
-                        static_cast<std::size_t>(w) * sizeof(float));
-    }
-
-    auto bytes = [&](const Phase& p, std::int64_t j) {
-        const std::size_t size = panels ? panel_tile_bytes(PanelType::f32, p.k, p.columns.size(j))
-                                        : p.kernel(j, kRowBuckets - 1).weights.get_size();
-        return (size + 63) / 64 * 64;
-    };
-    std::size_t total = 0;
-    for (const Phase* p : {&dact, &dx})
-        for (std::int64_t j = 0; j < p->columns.count; ++j) total += bytes(*p, j);
-    arena = WeightArena(total);
-    std::size_t offset = 0;
-    auto place = [&](Phase& p, std::int64_t j, const std::vector<float>& tile, std::int64_t n) {
-        p.tile_data.push_back(arena.data() + offset);
-        if (panels) {
-            pack_panels(PanelType::f32, tile.data(), p.k, n, arena.data() + offset);
-        } else {
-            p.tiles.emplace_back(p.kernel(j, kRowBuckets - 1).weights, cpu_engine(),
-                                 arena.data() + offset);
-            reorder(tile.data(), dnnl::memory::desc({p.k, n}, dt::f32, {n, 1}), p.tiles.back());
-        }
-        offset += bytes(p, j);
-    };
-    // Wd^T tile j: (d x w), element (i, c) = Wd(c0 + c, i).
-    for (std::int64_t j = 0; j < dact.columns.count; ++j) {
-        const std::int64_t c0 = dact.columns.begin(j), w = dact.columns.size(j);
-        plain.assign(static_cast<std::size_t>(d * w), 0.0f);
-        for (std::int64_t c = 0; c < w; ++c)
-            for (std::int64_t i = 0; i < d; ++i) plain[i * w + c] = wd[(c0 + c) * d + i];
-        place(dact, j, plain, w);
-    }
-    // [Wg^T ; Wu^T] tile j: (2f x w), element (k, c) = Wg(c0 + c, k) for
-    // k < f, Wu(c0 + c, k - f) after.
-    for (std::int64_t j = 0; j < dx.columns.count; ++j) {
-        const std::int64_t c0 = dx.columns.begin(j), w = dx.columns.size(j);
-        plain.assign(static_cast<std::size_t>(2 * f * w), 0.0f);
-        for (std::int64_t c = 0; c < w; ++c)
-            for (std::int64_t k = 0; k < f; ++k) {
-                plain[k * w + c] = wg[(c0 + c) * f + k];
-                plain[(f + k) * w + c] = wu[(c0 + c) * f + k];
-            }
-        place(dx, j, plain, w);
-    }
-}
-
-// Each gradient as its weight is held: (out, in) takes dW = dOut^T @ In,
-// (in, out) dW = In^T @ dOut, with In / dOut the span's rows of x and
-// [dgate | dup] (gate, up) or of act and dy (down).
-void BackwardBlock::plan_gradients(const Layout (&layouts)[3]) {
-    for (int role = 0; role < 3; ++role) {
-        GradientGeometry& g = gradients[role];
-        const bool out_in = g.out_in = layouts[role] == Layout::out_in;
-        if (role < 2) {  // gate, up: In = x (stride d), dOut = a half of [dgate | dup] (2f)
-            g.rows = out_in ? f : d;
-            g.cols = out_in ? d : f;
-            g.s_stride = out_in ? 2 * f : d;
-            g.b_stride = out_in ? d : 2 * f;
-        } else {  // down: In = act (stride f), dOut = dy (d)
-            g.rows = out_in ? d : f;
-            g.cols = out_in ? f : d;
-            g.s_stride = out_in ? d : f;
-            g.b_stride = out_in ? f : d;
-        }
-        g.row_tiles = fixed_width_tiles(g.rows, kGradientTileRows);
-    }
-}
-
-BackwardWorker::BackwardWorker(const BackwardBlock& block)
-    : stream(cpu_engine()),
-      tile(static_cast<std::size_t>(kMaxRowTile *
-                                    std::max(block.dact.columns.width, block.dx.columns.width))),
-      scratchpad(block.scratchpad_bytes) {
-    for (int t = 0; t < 2; ++t)
-        for (int b = 0; b < kRowBuckets; ++b) {
-            if (const MatmulKernel& k = block.dact.kernels[t][b]) dact[t][b].bind(k);
-            if (const MatmulKernel& k = block.dx.kernels[t][b]) dx[t][b].bind(k);
-        }
-}
-
-BackwardWorkspace::BackwardWorkspace(const BackwardBlock& block, int threads)
-    : gate(static_cast<std::size_t>(kChunkRows * block.f)),
-      up(static_cast<std::size_t>(kChunkRows * block.f)),
-      y(static_cast<std::size_t>(kChunkRows * block.d)),
-      dgate_up(static_cast<std::size_t>(kChunkRows * 2 * block.f)),
-      act(static_cast<std::size_t>(kChunkRows * block.f)) {
-    for (int role = 0; role < 3; ++role) {
-        const GradientGeometry& g = block.gradients[role];
-        strips[role] = AlignedBuffer<float>(
-            static_cast<std::size_t>(kGradientSpanRows * strip_count(g.rows) * kGradientStrip));
-        panels[role] = AlignedBuffer<float>(
-            static_cast<std::size_t>(kGradientSpanRows * panel_count(g.cols) * kPanelColumns));
-    }
-    workers.reserve(static_cast<std::size_t>(threads));
-    for (int w = 0; w < threads; ++w) workers.emplace_back(block);
-}
-
-namespace {
 
 // One chunk of rows through the phases.
 struct BackwardChunk {
@@ -236,15 +69,8 @@ struct BackwardChunk {
         const RowTile& t = tiles[task % row_tiles];
         const Phase& p = block.dact;
         const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j), f = block.f;
-        const bool tail = p.columns.is_tail(j);
-        BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
-        if (block.panels)
-            block.panels.gemm(p.tile_data[static_cast<std::size_t>(j)], p.k, w,
-                              dy + t.row0 * block.d, block.d, t.rows, bw.tile.data(), w);
-        else
-            execute(p.kernel(j, t.bucket), bw.dact[tail ? 1 : 0][t.bucket], bw.stream,
-                    p.tiles[static_cast<std::size_t>(j)], dy + t.row0 * block.d, bw.tile.data(),
-                    bw.scratchpad.data());
+        TileWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
+        block.engine->run(p, TileJob{0, j, &t, 1, dy + t.row0 * block.d, bw.tile.data(), w}, bw);
         for (std::int64_t r = 0; r < t.rows; ++r) {
             const std::int64_t row = t.row0 + r;
             float* dgu = ws.dgate_up.data() + row * 2 * f;
@@ -314,22 +140,13 @@ struct BackwardChunk {
         const std::int64_t j = task / row_tiles;
         const RowTile& t = tiles[task % row_tiles];
         const Phase& p = block.dx;
-        const std::int64_t c0 = p.columns.begin(j), w = p.columns.size(j);
-        const bool tail = p.columns.is_tail(j);
+        const std::int64_t c0 = p.columns.begin(j);
         const float* source = ws.dgate_up.data() + t.row0 * 2 * block.f;
-        if (block.panels) {  // straight into dx
-            const std::int64_t i0 = dx_slices.begin(slice);
-            block.panels.range(p.tile_data[static_cast<std::size_t>(j)], p.k, i0,
-                               i0 + dx_slices.size(slice), w, source, p.k, t.rows,
-                               dx + t.row0 * block.d + c0, block.d);
-            return;
-        }
-        BackwardWorker& bw = ws.workers[static_cast<std::size_t>(worker)];
-        execute(p.kernel(j, t.bucket), bw.dx[tail ? 1 : 0][t.bucket], bw.stream,
-                p.tiles[static_cast<std::size_t>(j)], source, bw.tile.data(), bw.scratchpad.data());
-        for (std::int64_t r = 0; r < t.rows; ++r)
-            std::memcpy(dx + (t.row0 + r) * block.d + c0, bw.tile.data() + r * w,
-                        static_cast<std::size_t>(w) * sizeof(float));
+        const std::int64_t i0 = dx_slices.begin(slice);
+        block.engine->run(p,
+                          TileJob{1, j, &t, 1, source, dx + t.row0 * block.d + c0, block.d, i0,
+                                  block.engine->input_slices() ? i0 + dx_slices.size(slice) : 0},
+                          ws.workers[static_cast<std::size_t>(worker)]);
     }
 
     // Phases C and B as one phase of n_cb tasks, n_b of them B's. B reads
@@ -408,8 +225,9 @@ void run_backward(const BackwardBlock& backward, BackwardWorkspace& ws, const Pa
         chunk.interleave = chunk.row_tiles == 1;
         // Slices on our panels where B's tasks run after C's (interleaved
         // with them, one row tile's B tasks are few and spread out).
-        chunk.dx_slices = backward.panels && !chunk.interleave ? dx_input_slices(2 * f, n)
-                                                               : fixed_width_tiles(2 * f, 2 * f);
+        chunk.dx_slices = backward.engine->input_slices() && !chunk.interleave
+                              ? dx_input_slices(2 * f, n)
+                              : fixed_width_tiles(2 * f, 2 * f);
         chunk.run<&BackwardChunk::phase_cb>(use, chunk.n_cb);
         for (chunk.slice = 1; chunk.slice < chunk.dx_slices.count; ++chunk.slice)
             chunk.run<&BackwardChunk::phase_b>(use, chunk.n_b);

@@ -15,7 +15,8 @@
 // so dW is written once per span, not written then added to (adding ran
 // the kernel slower: docs/measurements.md, "One gradient pass per span"):
 //   A  tasks = f-column tile x row tile: dact's tile from dy and the packed
-//      Wd^T tile (oneDNN's, or our panels where the forward runs on them),
+//      Wd^T tile (on the backward's engine: oneDNN's f32 kernels, or our
+//      panels where the forward runs on them),
 //      then the fused SiLU*up backward (kernels/silu_mul_backward)
 //      while it is in cache: [dgate | dup] and act rows into the chunk's
 //      buffers. gate and up come from the caller's saved activations
@@ -41,12 +42,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <swiglu/swiglu.hpp>
 
 #include "common/aligned_buffer.hpp"
+#include "core/engine.hpp"
 #include "core/packed_block.hpp"
 #include "core/thread_pool.hpp"
 #include "core/tiling.hpp"
@@ -149,22 +152,21 @@ struct GradientGeometry {
 
 class BackwardBlock {
 public:
-    // Reads the forward's packed f32 weights back (Precision::unpack_f32;
-    // throws Error(unsupported) for other modes), packs Wd^T and
-    // [Wg^T ; Wu^T] (for oneDNN, or as `panels`), creates every
-    // kernel. `layouts`: how gate, up and down were given, which is how
-    // their gradients are written.
+    // Reads the forward's packed f32 weights back (TileEngine::unpack_f32;
+    // throws Error(unsupported) for other dtypes), packs Wd^T and
+    // [Wg^T ; Wu^T] on its own engine, creates every kernel. `layouts`: how
+    // gate, up and down were given, which is how their gradients are
+    // written.
     BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3]);
 
     std::int64_t d = 0, f = 0;
     Phase dact;  // dy @ Wd^T: k = d, column tiles over f
     Phase dx;    // [dgate | dup] @ [Wg^T ; Wu^T]: k = 2f, column tiles over d
-    // Where the forward runs f32 on our panel kernels (no AVX-512: oneDNN's
-    // gemm:jit reads row-major tiles poorly at few rows), dact's and dx's
-    // tiles are panels too (Phase::tile_data) and run on those kernels
-    // (dx's over slices of its inputs: PanelTypeKernels::range); else empty,
-    // and oneDNN's kernels of the phases run them.
-    PanelTypeKernels panels;
+    // Where the forward runs f32 on the panels engine (no AVX-512: oneDNN's
+    // gemm:jit reads row-major tiles poorly at few rows), dact and dx run
+    // on f32 panels too (dx's over slices of its inputs:
+    // TileEngine::input_slices); else on oneDNN's f32 kernels.
+    std::unique_ptr<TileEngine> engine;
     WeightArena arena;
     GradientGeometry gradients[3];         // gate, up, down
     GradientGemm gradient_gemm = nullptr;  // this CPU's weight-gradient kernel
@@ -176,27 +178,18 @@ private:
     void plan_gradients(const Layout (&layouts)[3]);
 };
 
-struct BackwardWorker {
-    explicit BackwardWorker(const BackwardBlock& block);
-
-    dnnl::stream stream;
-    MatmulBinding dact[2][kRowBuckets], dx[2][kRowBuckets];  // [tail][bucket]
-    AlignedBuffer<float> tile;                               // one matmul result tile
-    AlignedBuffer<unsigned char> scratchpad;
-};
-
 // A backward call's scratch, per chunk or span (never per token count),
 // made on a lease slot's first backward and kept.
 struct BackwardWorkspace {
     BackwardWorkspace(const BackwardBlock& block, int threads);
 
-    AlignedBuffer<float> gate, up;   // recomputed gate and up (kChunkRows x f each)
-    AlignedBuffer<float> y;          // the recomputing forward's output (dropped)
-    AlignedBuffer<float> dgate_up;   // [dgate | dup] rows (kChunkRows x 2f)
-    AlignedBuffer<float> act;        // SiLU(gate) * up rows (kChunkRows x f)
-    AlignedBuffer<float> strips[3];  // S per gradient, packed (kGradientSpanRows x its rows)
-    AlignedBuffer<float> panels[3];  // B per gradient, packed (kGradientSpanRows x its cols)
-    std::vector<BackwardWorker> workers;
+    AlignedBuffer<float> gate, up;    // recomputed gate and up (kChunkRows x f each)
+    AlignedBuffer<float> y;           // the recomputing forward's output (dropped)
+    AlignedBuffer<float> dgate_up;    // [dgate | dup] rows (kChunkRows x 2f)
+    AlignedBuffer<float> act;         // SiLU(gate) * up rows (kChunkRows x f)
+    AlignedBuffer<float> strips[3];   // S per gradient, packed (kGradientSpanRows x its rows)
+    AlignedBuffer<float> panels[3];   // B per gradient, packed (kGradientSpanRows x its cols)
+    std::vector<TileWorker> workers;  // phases dact (0) and dx (1)
 };
 
 // dx (and the gradients `sink` asks for) for `rows` >= 1 tokens. `saved`:

@@ -123,7 +123,8 @@ Ffn detail::FfnAccess::make(const WeightSource& gate, const WeightSource& up,
     check_dtype(options.dtype);
     const int threads = resolve_threads(options.threads);
     return Ffn(errors_as_swiglu("Ffn", [&] {
-        return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype);
+        return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype,
+                                                 options.build);
     }));
 }
 
@@ -142,7 +143,7 @@ int Ffn::threads() const { return live(impl_).threads; }
 
 Implementation Ffn::implementation() const {
     const detail::FfnImpl& impl = live(impl_);
-    return {impl.block.precision->dtype(), impl.block.implementation, detail::kernels_isa_name(),
+    return {impl.block.dtype(), impl.block.implementation, detail::kernels_isa_name(),
             impl.threads};
 }
 

@@ -44,7 +44,7 @@ const detail::FfnImpl& live_impl(const std::unique_ptr<detail::FfnImpl>& impl) {
 }
 
 void require_f32(const detail::FfnImpl& impl, const char* what) {
-    const Dtype dtype = impl.block.precision->dtype();
+    const Dtype dtype = impl.block.dtype();
     if (dtype != Dtype::f32)
         throw Error(Status::unsupported, std::string(what) +
                                              ": needs an Ffn of dtype f32 (this one is " +

@@ -11,22 +11,9 @@ namespace swiglu::detail {
 
 namespace {
 
-class Bf16 final : public Precision {
+class Bf16 final : public Numerics {
 public:
-    Bf16(std::int64_t d, std::int64_t f) : Precision(Dtype::bf16, d, f) {}
-
-    MatmulTypes matmul_types() const override {
-        using dt = dnnl::memory::data_type;
-        return {dt::bf16, dt::bf16, dt::f32};
-    }
-    double bytes_per_weight() const override { return 2; }
-    // oneDNN 2.6 has bf16 matmuls only with AVX-512; elsewhere at best a
-    // reference kernel, slower than f32: then the emulated mode serves.
-    bool accepts(const std::vector<const MatmulKernel*>& kernels) const override {
-        for (const MatmulKernel* k : kernels)
-            if (is_reference_kernel(*k)) return false;
-        return true;
-    }
+    Bf16(std::int64_t d, std::int64_t f) : Numerics(Dtype::bf16, d, f) {}
 
     ScratchSizes scratch() const override {
         return {0, static_cast<std::size_t>(kChunkRows * f()) * 2,
@@ -38,22 +25,20 @@ public:
         to_bf16(x, x_bf16(ws), static_cast<std::size_t>(rows * d()));
     }
 
-    const void* gate_up_src(const float*, const RowTile& t, const Workspace& ws) const override {
-        return x_bf16(ws) + t.row0 * d();
+    const void* src(PhaseId phase, const float*, const RowTile& t,
+                    const Workspace& ws) const override {
+        return phase == PhaseId::gate_up ? x_bf16(ws) + t.row0 * d() : act_bf16(ws) + t.row0 * f();
     }
 
     // act overwrites gate in the tile: it only lives until store_act.
-    float* act_row(float* gate_up, std::int64_t, std::int64_t, Workspace&) const override {
+    float* gate_up_row(float* gate_up, std::int64_t, std::int64_t, std::int64_t,
+                       Workspace&) const override {
         return gate_up;
     }
 
     void store_act(float* act, std::int64_t width, std::int64_t c0, std::int64_t row,
                    Workspace& ws) const override {
         to_bf16(act, act_bf16(ws) + row * f() + c0, static_cast<std::size_t>(width));
-    }
-
-    const void* down_src(const RowTile& t, const Workspace& ws) const override {
-        return act_bf16(ws) + t.row0 * f();
     }
 
 private:
@@ -67,8 +52,13 @@ private:
 
 }  // namespace
 
-std::unique_ptr<Precision> make_bf16_precision(std::int64_t d, std::int64_t f) {
-    return std::make_unique<Bf16>(d, f);
+// oneDNN 2.6 has bf16 matmuls only with AVX-512; elsewhere at best a
+// reference kernel, slower than f32 (KernelDemand::fast): then the panels
+// or the emulated mode serves.
+Precision make_bf16_precision(std::int64_t d, std::int64_t f) {
+    using dt = dnnl::memory::data_type;
+    return {std::make_unique<Bf16>(d, f),
+            make_onednn_engine({dt::bf16, dt::bf16, dt::f32}, {2, 2, false}, KernelDemand::fast)};
 }
 
 }  // namespace swiglu::detail

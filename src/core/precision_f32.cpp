@@ -1,4 +1,4 @@
-// f32: the caller's weights as they are, f32 matmuls, act in f32.
+// f32: the caller's weights as they are, f32 matmuls on oneDNN's kernels, act in f32.
 #include <cstring>
 
 #include "core/precision.hpp"
@@ -8,18 +8,9 @@ namespace swiglu::detail {
 
 namespace {
 
-class F32 final : public Precision {
+class F32 final : public Numerics {
 public:
-    F32(std::int64_t d, std::int64_t f) : Precision(Dtype::f32, d, f) {}
-
-    MatmulTypes matmul_types() const override { return {}; }
-    double bytes_per_weight() const override { return 4; }
-    bool unpack_f32(const dnnl::memory& tile, std::int64_t k, std::int64_t n,
-                    float* plain) const override {
-        reorder(tile.get_data_handle(), tile.get_desc(),
-                dnnl::memory({{k, n}, dnnl::memory::data_type::f32, {n, 1}}, cpu_engine(), plain));
-        return true;
-    }
+    F32(std::int64_t d, std::int64_t f) : Numerics(Dtype::f32, d, f) {}
 
     ScratchSizes scratch() const override {
         // x is read in place; only a padded last tile needs a zero-padded copy.
@@ -34,15 +25,17 @@ public:
                         static_cast<std::size_t>(last.rows * d()) * sizeof(float));
     }
 
-    const void* gate_up_src(const float* x, const RowTile& t, const Workspace& ws) const override {
+    const void* src(PhaseId phase, const float* x, const RowTile& t,
+                    const Workspace& ws) const override {
+        if (phase == PhaseId::down) return f32_act(t.row0, 0, ws);
         return t.padded() ? ws.x_src.data() : static_cast<const void*>(x + t.row0 * d());
     }
 };
 
 }  // namespace
 
-std::unique_ptr<Precision> make_f32_precision(std::int64_t d, std::int64_t f) {
-    return std::make_unique<F32>(d, f);
+Precision make_f32_precision(std::int64_t d, std::int64_t f) {
+    return {std::make_unique<F32>(d, f), make_onednn_engine({}, {4, 4, false}, KernelDemand::any)};
 }
 
 }  // namespace swiglu::detail

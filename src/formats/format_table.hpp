@@ -35,7 +35,7 @@ inline constexpr int kFormatCount = 6;
 
 // The family of numerics (core's precision modes) that runs a format's
 // matmuls; `none` for a storage-only format.
-enum class Numerics : std::uint8_t { none, f32, bf16, int8, grouped };
+enum class NumericsKind : std::uint8_t { none, f32, bf16, int8, grouped };
 
 // What the activations (x, and act between the phases) are converted to
 // for the format's matmuls.
@@ -63,9 +63,9 @@ struct FormatTraits {
     bool safetensors;         // a safetensors dtype of that stored_name
     bool runs;                // a block runs in it: `dtype` is its public Dtype
     Dtype dtype;
-    Numerics numerics;
+    NumericsKind numerics;
     Activation activation;
-    // Its kernels: for Numerics::grouped, its entry in each ISA's grouped
+    // Its kernels: for NumericsKind::grouped, its entry in each ISA's grouped
     // kernels (kernels/grouped_gemm.hpp); the other families have one
     // kernel set for all their formats.
     GroupedFormat grouped;

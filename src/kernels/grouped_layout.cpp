@@ -57,6 +57,21 @@ void place_column(const BlockQ4_0* blocks, std::int64_t k, std::int64_t column,
     }
 }
 
+void place_stored_column(GroupedFormat format, const unsigned char* blocks, std::int64_t k,
+                         std::int64_t column, std::uint8_t* tile) {
+    // Copied out first: the file's blocks need not be aligned for the structs.
+    const std::size_t nb = ggml_blocks(static_cast<std::size_t>(k));
+    if (format == GroupedFormat::q8_0) {
+        std::vector<BlockQ8_0> b(nb);
+        std::memcpy(b.data(), blocks, nb * sizeof(BlockQ8_0));
+        place_column(b.data(), k, column, tile);
+    } else {
+        std::vector<BlockQ4_0> b(nb);
+        std::memcpy(b.data(), blocks, nb * sizeof(BlockQ4_0));
+        place_column(b.data(), k, column, tile);
+    }
+}
+
 void pack_grouped_tile(GroupedFormat format, const float* plain, std::int64_t k, std::int64_t n,
                        std::uint8_t* tile) {
     std::memset(tile, 0, grouped_tile_bytes(format, k, n));

@@ -55,6 +55,11 @@ void place_column(const BlockQ8_0* blocks, std::int64_t k, std::int64_t column,
 void place_column(const BlockQ4_0* blocks, std::int64_t k, std::int64_t column,
                   std::uint8_t* tile) noexcept;
 
+// The same from a column's blocks as a file stores them, format `format`:
+// ggml_blocks(k) blocks at `blocks`, which need not be aligned. Load time only.
+void place_stored_column(GroupedFormat format, const unsigned char* blocks, std::int64_t k,
+                         std::int64_t column, std::uint8_t* tile);
+
 // Quantises a (k x n) row-major f32 tile (n columns, k inputs each) with
 // ggml's reference rounding (ggml_blocks.hpp) and places it: `tile` holds
 // grouped_tile_bytes(format, k, n) bytes. Load time only.

@@ -10,7 +10,7 @@ endif()
 configure_package_config_file(cmake/swigluConfig.cmake.in
   ${PROJECT_BINARY_DIR}/swigluConfig.cmake INSTALL_DESTINATION ${SWIGLU_CMAKE_DIR})
 write_basic_package_version_file(${PROJECT_BINARY_DIR}/swigluConfigVersion.cmake
-  COMPATIBILITY SameMajorVersion)
+  COMPATIBILITY SameMinorVersion)  # 0.x: a minor version may change the API
 install(FILES ${PROJECT_BINARY_DIR}/swigluConfig.cmake ${PROJECT_BINARY_DIR}/swigluConfigVersion.cmake
   DESTINATION ${SWIGLU_CMAKE_DIR})
 

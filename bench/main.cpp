@@ -180,7 +180,7 @@ void print_help() {
         "swiglu_bench: benchmarks of the swiglu SwiGLU block (Google Benchmark)\n"
         "\n"
         "  swiglu_bench [--quick] [--dtype D] [--benchmark_* flags]   the benchmarks\n"
-        "  swiglu_bench --profile [--quick] [--dtype D]               the README table\n"
+        "  swiglu_bench --profile [--quick] [--dtype D]               the profile table\n"
         "  swiglu_bench --ridge [--quick] [--dtype D]                 the ridge table\n"
         "  swiglu_bench --probe                                       only the machine probe\n"
         "\n"

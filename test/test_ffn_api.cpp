@@ -239,6 +239,19 @@ TEST_CASE("a BuildPolicy shapes its own block only, not those built after it") {
     CHECK(p.implementation().matmul.find("unpacked to f32") != std::string::npos);
     CHECK(q.implementation().matmul.find("unpacked to f32") == std::string::npos);
     MESSAGE("f32 by default here: ", d.implementation().matmul);
+
+    // A policy out of its range is refused, naming the field.
+    const auto bad = Status::invalid_argument;
+    for (std::int64_t rows : {std::int64_t{-2}, std::int64_t{65}}) {
+        Options o{1, Dtype::int8};
+        o.build.int8_own_rows = rows;
+        expect_error([&] { Ffn(b.gate_view(), b.up_view(), b.down_view(), o); }, bad,
+                     "options.build.int8_own_rows");
+    }
+    Options o{1, Dtype::q4_0};
+    o.build.grouped_prefill = static_cast<GroupedPrefill>(7);
+    expect_error([&] { Ffn(b.gate_view(), b.up_view(), b.down_view(), o); }, bad,
+                 "options.build.grouped_prefill");
 }
 
 TEST_CASE("helpers reject bad sizes") {

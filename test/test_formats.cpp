@@ -18,6 +18,7 @@
 
 #include "common/half.hpp"
 #include "formats/format_table.hpp"
+#include "io/gguf.hpp"
 #include "kernels/ggml_blocks.hpp"
 #include "reference.hpp"
 
@@ -33,6 +34,16 @@ struct Stored {
     std::vector<unsigned char> bytes;
     std::vector<float> values;
 };
+
+// A row quantised by ggml_blocks' reference code, and its values.
+template <class Block, void (*Quantize)(const float*, std::size_t, Block*) noexcept,
+          void (*Dequantize)(const Block*, std::size_t, float*) noexcept>
+void store_blocks(const std::vector<float>& x, Stored& s) {
+    std::vector<Block> b(ggml_blocks(x.size()));
+    Quantize(x.data(), x.size(), b.data());
+    std::memcpy(s.bytes.data(), b.data(), s.bytes.size());
+    Dequantize(b.data(), x.size(), s.values.data());
+}
 
 Stored store(const FormatTraits& t, const std::vector<float>& x) {
     Stored s;
@@ -56,20 +67,12 @@ Stored store(const FormatTraits& t, const std::vector<float>& x) {
                 s.values[i] = t.format == Format::bf16 ? bf16_to_f32(h) : f16_to_f32(h);
             }
             break;
-        case Format::q8_0: {
-            std::vector<BlockQ8_0> b(ggml_blocks(n));
-            quantize_row_q8_0(x.data(), n, b.data());
-            std::memcpy(s.bytes.data(), b.data(), s.bytes.size());
-            dequantize_row_q8_0(b.data(), n, s.values.data());
+        case Format::q8_0:
+            store_blocks<BlockQ8_0, quantize_row_q8_0, dequantize_row_q8_0>(x, s);
             break;
-        }
-        case Format::q4_0: {
-            std::vector<BlockQ4_0> b(ggml_blocks(n));
-            quantize_row_q4_0(x.data(), n, b.data());
-            std::memcpy(s.bytes.data(), b.data(), s.bytes.size());
-            dequantize_row_q4_0(b.data(), n, s.values.data());
+        case Format::q4_0:
+            store_blocks<BlockQ4_0, quantize_row_q4_0, dequantize_row_q4_0>(x, s);
             break;
-        }
         case Format::int8: break;
     }
     return s;

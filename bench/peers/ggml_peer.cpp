@@ -39,6 +39,10 @@ namespace {
 using swiglu::Dtype;
 using swiglu_bench::Shape;
 
+// ggml's type for each dtype both libraries have; int8 (per-channel s8)
+// has no ggml counterpart.
+bool has_ggml_type(Dtype dtype) { return dtype != Dtype::int8; }
+
 ggml_type ggml_type_of(Dtype dtype) {
     switch (dtype) {
         case Dtype::bf16: return GGML_TYPE_BF16;
@@ -200,6 +204,16 @@ Args parse(int argc, char** argv) {
             a.shapes = split(argv[++i]);
         } else if (arg == "--dtypes" && has_value) {
             a.dtypes = split(argv[++i]);
+            for (const std::string& name : a.dtypes) {
+                Dtype d;
+                if (!swiglu::dtype_from_name(name, &d) || !has_ggml_type(d)) {
+                    std::fprintf(stderr,
+                                 "swiglu_ggml_peer: --dtypes: '%s' is not one of f32, "
+                                 "bf16, q8_0, q4_0 (what ggml has too)\n",
+                                 name.c_str());
+                    std::exit(2);
+                }
+            }
         } else if (arg == "--tokens" && has_value) {
             a.tokens.clear();
             for (const auto& t : split(argv[++i])) a.tokens.push_back(std::stoll(t));
@@ -271,7 +285,7 @@ int main(int argc, char** argv) {
     for (const Shape& base : swiglu_bench::all_shapes()) {
         if (!listed(args.shapes, base.name)) continue;
         for (Dtype dtype : swiglu::kDtypes) {
-            if (!listed(args.dtypes, swiglu::dtype_name(dtype))) continue;
+            if (!has_ggml_type(dtype) || !listed(args.dtypes, swiglu::dtype_name(dtype))) continue;
             Shape shape = base;
             // ggml's Q8_0 / Q4_0 rows are whole blocks of 32: glass's f = 341
             // becomes 352 for them (down's rows are f long).

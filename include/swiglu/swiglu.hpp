@@ -94,9 +94,10 @@ inline constexpr Dtype kDtypes[] = {Dtype::f32, Dtype::bf16, Dtype::int8, Dtype:
 // "f32", "bf16", "int8", "q8_0", "q4_0"
 SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;
 // The Dtype whose dtype_name is `name`, in any case ("Q4_0" too); false,
-// and *out untouched, when none is.
+// and *out untouched, when none is (or `out` is null).
 SWIGLU_API bool dtype_from_name(std::string_view name, Dtype* out) noexcept;
-// Every Dtype's name for messages and help: "f32, bf16, int8, q8_0 or q4_0".
+// Every Dtype's name, as prose for messages and help (not for parsing):
+// "f32, bf16, int8, q8_0 or q4_0".
 SWIGLU_API std::string dtype_names();
 
 // Where q8_0 / q4_0 run full-height (64-row) row tiles: automatic: through

@@ -99,7 +99,7 @@ swiglu::Options options_of(const swiglu_options* options) {
     int dtype = 0;
     static_assert(sizeof(dtype) == sizeof(options->dtype), "swiglu_dtype is int-sized");
     std::memcpy(&dtype, &options->dtype, sizeof(dtype));
-    // The C enum mirrors swiglu::Dtype value for value (asserted below).
+    // The C enum mirrors swiglu::Dtype value for value (asserted above).
     bool known = false;
     for (swiglu::Dtype t : swiglu::kDtypes) known = known || static_cast<int>(t) == dtype;
     if (!known)

@@ -1,5 +1,7 @@
 #include "help_text.hpp"
 
+#include "formats/format_table.hpp"
+
 namespace swiglu::cli::help {
 
 const char* const program_description =
@@ -21,38 +23,40 @@ const char* const program_footer =
     "Exit status: 0 success; 2 bad arguments or bad input (the message names the\n"
     "file and what was expected); 1 internal error or out of memory.";
 
-const char* const run_description =
-    "y = block(x): x from a .npy file, the weights from a checkpoint (safetensors, GGUF)\n"
-    "\n"
-    "Computes y = block(x) for every row of x and writes y, float32, in x's shape.\n"
-    "x is a float32 C-order .npy array of shape (M, d) or (B, T, d), where d is the\n"
-    "block's model width, e.g. np.save('x.npy', x.astype(np.float32)).\n"
-    "y is written to a temporary file in its directory and renamed into place, so a\n"
-    "failed run leaves no partial file and an existing y untouched.\n"
-    "\n"
-    "Blocks are found under any prefix (safetensors: F32, BF16 or F16; converted to\n"
-    "f32), by the names after it:\n"
-    "  {gate,up,down}_proj.weight     hf-llama (model.layers.N.mlp.), hf-moe-expert\n"
-    "                                 (...mlp.experts.E.: Qwen-MoE, DeepSeek), bare\n"
-    "  gate_up_proj.weight + down_proj.weight\n"
-    "                                 phi3-merged (2f x d: gate rows, then up rows)\n"
-    "  {gate,val,out}_proj.weight     cyberslm: the seed's nn.Linear gate_proj, val_proj\n"
-    "                                 (up), out_proj (down); also without .weight\n"
-    "  W1, W3, W2                     glassllm (gate, up, down), stored (in, out)\n"
-    "  w1.weight, w3.weight, w2.weight\n"
-    "                                 meta (layers.N.feed_forward.: Meta, Mistral),\n"
-    "                                 mixtral-expert (...block_sparse_moe.experts.E.)\n"
-    "  ffn_{gate,up,down}.weight      gguf (blk.N.: llama.cpp's GGUF files; F32, F16,\n"
-    "                                 BF16, Q8_0 and Q4_0 decoded exactly)\n"
-    "  ffn_{gate,up,down}_exps.weight gguf-expert: a GGUF layer's experts stacked\n"
-    "                                 (E, out, in); one block per expert\n"
-    "All but glassllm are stored (out, in), as nn.Linear keeps them. A block's layer\n"
-    "is the number after layers., blocks. or blk. in its prefix, its expert the one\n"
-    "after experts. With several blocks, choose one with --layer N (and --expert E\n"
-    "in a Mixture-of-Experts layer) or name it with --block P; the error says which\n"
-    "tells them apart, and 'swiglu info --weights FILE' lists every block found.\n"
-    "A sharded checkpoint is named by its model.safetensors.index.json or its folder;\n"
-    "only the shards that hold the chosen block are read.";
+std::string run_description() {
+    return "y = block(x): x from a .npy file, the weights from a checkpoint (safetensors, GGUF)\n"
+           "\n"
+           "Computes y = block(x) for every row of x and writes y, float32, in x's shape.\n"
+           "x is a float32 C-order .npy array of shape (M, d) or (B, T, d), where d is the\n"
+           "block's model width, e.g. np.save('x.npy', x.astype(np.float32)).\n"
+           "y is written to a temporary file in its directory and renamed into place, so a\n"
+           "failed run leaves no partial file and an existing y untouched.\n"
+           "\n"
+           "Blocks are found under any prefix by the names after it (weights in " +
+           detail::format_names(detail::FormatSet::safetensors) + ", in GGUF also " +
+           detail::format_names(detail::FormatSet::gguf_only) +
+           ", read exactly):\n"
+           "  {gate,up,down}_proj.weight     hf-llama (model.layers.N.mlp.), hf-moe-expert\n"
+           "                                 (...mlp.experts.E.: Qwen-MoE, DeepSeek), bare\n"
+           "  gate_up_proj.weight + down_proj.weight\n"
+           "                                 phi3-merged (2f x d: gate rows, then up rows)\n"
+           "  {gate,val,out}_proj.weight     cyberslm: the seed's nn.Linear gate_proj, val_proj\n"
+           "                                 (up), out_proj (down); also without .weight\n"
+           "  W1, W3, W2                     glassllm (gate, up, down), stored (in, out)\n"
+           "  w1.weight, w3.weight, w2.weight\n"
+           "                                 meta (layers.N.feed_forward.: Meta, Mistral),\n"
+           "                                 mixtral-expert (...block_sparse_moe.experts.E.)\n"
+           "  ffn_{gate,up,down}.weight      gguf (blk.N.: llama.cpp's GGUF files)\n"
+           "  ffn_{gate,up,down}_exps.weight gguf-expert: a GGUF layer's experts stacked\n"
+           "                                 (E, out, in); one block per expert\n"
+           "All but glassllm are stored (out, in), as nn.Linear keeps them. A block's layer\n"
+           "is the number after layers., blocks. or blk. in its prefix, its expert the one\n"
+           "after experts. With several blocks, choose one with --layer N (and --expert E\n"
+           "in a Mixture-of-Experts layer) or name it with --block P; the error says which\n"
+           "tells them apart, and 'swiglu info --weights FILE' lists every block found.\n"
+           "A sharded checkpoint is named by its model.safetensors.index.json or its folder;\n"
+           "only the shards that hold the chosen block are read.";
+}
 
 const char* const run_footer =
     "Examples:\n"

@@ -3,11 +3,14 @@
 // starts with a one-line summary: the top-level help lists only that line.
 #pragma once
 
+#include <string>
+
 namespace swiglu::cli::help {
 
 extern const char* const program_description;
 extern const char* const program_footer;
-extern const char* const run_description;
+// Lists the formats the loader reads from the format table.
+std::string run_description();
 extern const char* const run_footer;
 extern const char* const info_description;
 extern const char* const info_footer;

@@ -54,7 +54,7 @@ void add_run_options(CLI::App& run, RunArgs& args) {
 }
 
 CLI::App* add_run_command(CLI::App& app, RunArgs& args) {
-    CLI::App* run = app.add_subcommand("run", help::run_description);
+    CLI::App* run = app.add_subcommand("run", help::run_description());
     run->footer(help::run_footer);
     add_run_options(*run, args);
     run->add_option("--trace", args.trace_dir,

@@ -78,11 +78,13 @@ public:
         return true;
     }
     // Into the result where it is the kernel's dense tile; else into the
-    // worker's tile, whose valid rows are copied out.
+    // worker's tile, whose valid rows are copied out. A padded tile writes
+    // all its height's rows: straight only into the worker's own tile (the
+    // forward's), never past the valid rows of a caller's buffer (dx).
     void run(const Phase& phase, const TileJob& job, TileWorker& w) const override {
         const RowTile& t = *job.rows;
         const std::int64_t n = phase.outputs(job.tile);
-        const bool dense = job.result_stride == n;
+        const bool dense = job.result_stride == n && (!t.padded() || job.result == w.tile.data());
         float* out = dense ? job.result : w.tile.data();
         execute(phase.kernel(job.tile, t.bucket),
                 w.binding(job.phase, phase.columns.is_tail(job.tile), t.bucket), w.stream,

@@ -87,6 +87,19 @@ void check_dtype(Dtype dtype) {
             std::to_string(static_cast<int>(dtype)) + ")");
 }
 
+void check_policy(const BuildPolicy& p) {
+    const int prefill = static_cast<int>(p.grouped_prefill);
+    if (prefill < static_cast<int>(GroupedPrefill::automatic) ||
+        prefill > static_cast<int>(GroupedPrefill::bf16))
+        invalid("Ffn: options.build.grouped_prefill must be a GroupedPrefill (got " +
+                std::to_string(prefill) + ")");
+    if (p.int8_own_rows < -1 || p.int8_own_rows > 64)
+        invalid(
+            "Ffn: options.build.int8_own_rows must be -1 (the library's choice), 0 (none) or "
+            "up to 64 rows (got " +
+            std::to_string(p.int8_own_rows) + ")");
+}
+
 int resolve_threads(int threads) {
     if (threads == 0) return detail::available_cores();
     if (threads < 0 || threads > kMaxThreads)
@@ -121,6 +134,7 @@ Ffn detail::FfnAccess::make(const WeightSource& gate, const WeightSource& up,
                             const WeightSource& down, const Options& options) {
     check_weights(gate, up, down);
     check_dtype(options.dtype);
+    check_policy(options.build);
     const int threads = resolve_threads(options.threads);
     return Ffn(errors_as_swiglu("Ffn", [&] {
         return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype,

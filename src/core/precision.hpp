@@ -1,8 +1,9 @@
 // A precision mode: a format's numerics (core/numerics.hpp) and the engine
 // that runs its tile matmuls (core/engine.hpp), paired once when the block
-// is built. A new weight format is one numerics in its own file (plus its
-// tests), an engine if no existing one reads it, and a line in
-// precision_candidates().
+// is built. A new weight format is a row of the format table
+// (formats/format_table.hpp); if its numerics family is new, one numerics
+// in its own file (plus its tests), an engine if no existing one reads it,
+// and that family's line in precision_candidates().
 //
 // The modes today (numerics file; engine):
 //   f32            f32 weights and x (precision_f32.cpp); onednn

@@ -32,7 +32,7 @@ static_assert(fixed_width_tiles(341, 256).tail == 85 && fixed_width_tiles(7, 96)
 
 // Tiles whose weight slice is at most about `tile_bytes` (so it stays in a
 // core's L2 while a row tile runs over it), widths a multiple of 64 columns
-// (oneDNN's f32 weight block: 64 columns, or 32 in core/packed_block.cpp's
+// (oneDNN's f32 weight block: 64 columns, or 32 in core/engine_onednn.cpp's
 // choice for streamed blocks), as few tiles as that allows: each tile is one
 // primitive execution, which costs ~0.3 us whatever its size. Except that 3,
 // 5 or 7 tiles become one more: at a few tokens a tile is one task, and an

@@ -8,6 +8,10 @@ namespace swiglu::detail {
 Workspace::Workspace(const PackedBlock& block, int threads) {
     const ScratchSizes sizes = block.numerics->scratch();
     act = AlignedBuffer<float>(sizes.act_floats);
+    // Defined once: an engine that computes a padded tile's valid rows only
+    // (prefill) leaves its padding rows of act unwritten, and oneDNN's
+    // full-height down kernel still reads them (their results are dropped).
+    std::fill_n(act.data(), act.size(), 0.0f);
     act_src = AlignedBuffer<unsigned char>(sizes.act_src_bytes);
     x_src = AlignedBuffer<unsigned char>(sizes.x_src_bytes);
     x_prefill = AlignedBuffer<unsigned char>(sizes.x_prefill_bytes);

@@ -6,10 +6,11 @@
 //
 // io reads the file's type through it (GGUF type id, safetensors dtype),
 // core decodes stored weights and picks the numerics through it, and the
-// faces (CLI --dtype, C API, Python dtype=) list and parse dtypes through
-// the public dtype functions (swiglu.hpp), which read it. A new format is a
-// row here (format_table.cpp) plus its kernels and tests; nothing else in
-// the library switches over formats.
+// faces list and parse dtypes through it: the C API and Python through the
+// public dtype functions (swiglu.hpp), the CLI also reading each row's
+// `about` and the names for its help. A new format is a row here
+// (format_table.cpp) plus its kernels and tests; nothing else in the
+// library switches over formats.
 //
 // The layer sits above kernels/ (it points at their decoders) and below
 // core/ and io/; it needs no oneDNN, so the fuzzers link it with the readers.

@@ -133,8 +133,9 @@ std::string dtype_summary(const Checked& c) {
     return "mixed (gate " + g + ", up " + u + ", down " + d + ")";
 }
 
-// For quantised weights (GGUF Q8_0, Q4_0): the --dtype that runs the
-// file's blocks as stored (packed unchanged, core/precision_grouped.cpp).
+// For weights in a block format a block runs in (GGUF Q8_0, Q4_0): the
+// --dtype that runs the file's blocks as stored (packed unchanged,
+// core/engine_grouped.cpp's pack_stored).
 std::string import_note(const Checked& c) {
     std::int64_t blocks = 0;
     std::string format;

@@ -30,15 +30,10 @@
 
 namespace swiglu::detail {
 
-// ggml's type ids this reader knows the size of.
-enum GgmlTypeId : std::uint32_t {
-    kGgmlF32 = 0,
-    kGgmlF16 = 1,
-    kGgmlQ4_0 = 2,
-    kGgmlQ8_0 = 8,
-    kGgmlBF16 = 30,
-};
-
+// A ggml type this reader knows the size of (every type a GGUF file may
+// hold, read or not: the extent of each tensor is checked). Which of them
+// the loader reads, and as what, is the format table's word
+// (formats/format_table.hpp); ctest `formats` ties the two tables' sizes.
 struct GgmlType {
     std::uint32_t id;
     const char* name;    // "Q4_0"

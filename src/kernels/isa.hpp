@@ -1,6 +1,6 @@
 // The instruction sets the per-ISA kernels are built for, and which of them
 // this CPU and OS can run. Each kernel family registers its per-ISA entry
-// points once (isa_registry.hpp) and runs the best one this CPU has.
+// points once (isa_dispatch.hpp) and runs the best one this CPU has.
 #pragma once
 
 // The per-ISA kernels exist on x86 builds only; elsewhere the scalar code runs.

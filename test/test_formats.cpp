@@ -37,13 +37,13 @@ struct Stored {
     std::vector<float> values;
 };
 
-template <class Block, class Quantize, class Dequantize>
-void store_blocks(const std::vector<float>& x, Stored& s, Quantize quantize,
-                  Dequantize dequantize) {
+// A K-quant row: kquant_blocks' quantiser, then its decoder.
+template <class Block>
+void store_k(const std::vector<float>& x, Stored& s) {
     std::vector<Block> b(super_blocks(x.size()));
-    quantize(x.data(), x.size(), b.data());
+    quantize_row_k(x.data(), x.size(), b.data());
     std::memcpy(s.bytes.data(), b.data(), s.bytes.size());
-    dequantize(b.data(), x.size(), s.values.data());
+    dequantize_row_k(b.data(), x.size(), s.values.data());
 }
 
 Stored store(const FormatTraits& t, const std::vector<float>& x) {
@@ -82,15 +82,9 @@ Stored store(const FormatTraits& t, const std::vector<float>& x) {
             dequantize_row_q4_0(b.data(), n, s.values.data());
             break;
         }
-        case Format::q4_k:
-            store_blocks<BlockQ4K>(x, s, quantize_row_q4_K, dequantize_row_q4_K);
-            break;
-        case Format::q5_k:
-            store_blocks<BlockQ5K>(x, s, quantize_row_q5_K, dequantize_row_q5_K);
-            break;
-        case Format::q6_k:
-            store_blocks<BlockQ6K>(x, s, quantize_row_q6_K, dequantize_row_q6_K);
-            break;
+        case Format::q4_k: store_k<BlockQ4K>(x, s); break;
+        case Format::q5_k: store_k<BlockQ5K>(x, s); break;
+        case Format::q6_k: store_k<BlockQ6K>(x, s); break;
         case Format::int8: break;
     }
     return s;

@@ -274,10 +274,12 @@ std::uint16_t& scale_bits(BlockQ4K& b) { return b.head.d; }
 std::uint16_t& scale_bits(BlockQ5K& b) { return b.head.d; }
 std::uint16_t& scale_bits(BlockQ6K& b) { return b.d; }
 
+}  // namespace
+
 // Each super-block of the row from zeroed bytes; one holding NaN or +-inf
 // gets a NaN d and nothing else, so it decodes to NaN.
 template <class Block>
-void quantize_row(const float* x, std::size_t n, Block* out) {
+void quantize_row_k(const float* x, std::size_t n, Block* out) noexcept {
     for (std::size_t b = 0; b < super_blocks(n); ++b) {
         float v[kSuperBlock];
         std::memset(&out[b], 0, sizeof(Block));
@@ -287,6 +289,8 @@ void quantize_row(const float* x, std::size_t n, Block* out) {
             scale_bits(out[b]) = kF16Nan;
     }
 }
+
+namespace {
 
 // Q4_K's and Q5_K's values: (d * sc) * q - dmin * m per sub-block.
 template <class Q>
@@ -325,10 +329,12 @@ void decode(const BlockQ6K& b, float* out) {
     }
 }
 
+}  // namespace
+
 // The first n values: whole super-blocks straight out, a partial last one
 // through a scratch block.
 template <class Block>
-void dequantize_row(const Block* blocks, std::size_t n, float* out) {
+void dequantize_row_k(const Block* blocks, std::size_t n, float* out) noexcept {
     for (std::size_t b = 0; b < super_blocks(n); ++b) {
         const std::size_t begin = b * kSuperBlock, count = std::min(kSuperBlock, n - begin);
         if (count == kSuperBlock) {
@@ -341,8 +347,6 @@ void dequantize_row(const Block* blocks, std::size_t n, float* out) {
     }
 }
 
-}  // namespace
-
 void unpack_scale_min(const std::uint8_t* scales, int j, std::uint8_t& sc,
                       std::uint8_t& m) noexcept {
     if (j < 4) {
@@ -354,24 +358,11 @@ void unpack_scale_min(const std::uint8_t* scales, int j, std::uint8_t& sc,
     m = std::uint8_t((scales[j + 4] >> 4) | ((scales[j] >> 6) << 4));
 }
 
-void quantize_row_q4_K(const float* x, std::size_t n, BlockQ4K* out) noexcept {
-    quantize_row(x, n, out);
-}
-void quantize_row_q5_K(const float* x, std::size_t n, BlockQ5K* out) noexcept {
-    quantize_row(x, n, out);
-}
-void quantize_row_q6_K(const float* x, std::size_t n, BlockQ6K* out) noexcept {
-    quantize_row(x, n, out);
-}
-
-void dequantize_row_q4_K(const BlockQ4K* blocks, std::size_t n, float* out) noexcept {
-    dequantize_row(blocks, n, out);
-}
-void dequantize_row_q5_K(const BlockQ5K* blocks, std::size_t n, float* out) noexcept {
-    dequantize_row(blocks, n, out);
-}
-void dequantize_row_q6_K(const BlockQ6K* blocks, std::size_t n, float* out) noexcept {
-    dequantize_row(blocks, n, out);
-}
+template void quantize_row_k(const float*, std::size_t, BlockQ4K*) noexcept;
+template void quantize_row_k(const float*, std::size_t, BlockQ5K*) noexcept;
+template void quantize_row_k(const float*, std::size_t, BlockQ6K*) noexcept;
+template void dequantize_row_k(const BlockQ4K*, std::size_t, float*) noexcept;
+template void dequantize_row_k(const BlockQ5K*, std::size_t, float*) noexcept;
+template void dequantize_row_k(const BlockQ6K*, std::size_t, float*) noexcept;
 
 }  // namespace swiglu::detail

@@ -78,14 +78,14 @@ constexpr std::size_t super_blocks(std::size_t n) { return (n + kSuperBlock - 1)
 void unpack_scale_min(const std::uint8_t* scales, int j, std::uint8_t& sc,
                       std::uint8_t& m) noexcept;
 
-// One row of n values into super_blocks(n) super-blocks.
-void quantize_row_q4_K(const float* x, std::size_t n, BlockQ4K* out) noexcept;
-void quantize_row_q5_K(const float* x, std::size_t n, BlockQ5K* out) noexcept;
-void quantize_row_q6_K(const float* x, std::size_t n, BlockQ6K* out) noexcept;
+// One row of n values into super_blocks(n) super-blocks (Block: BlockQ4K,
+// BlockQ5K or BlockQ6K: ggml's quantize_row_q{4,5,6}_K_ref).
+template <class Block>
+void quantize_row_k(const float* x, std::size_t n, Block* out) noexcept;
 
-// The first n values of a row of super-blocks back, as ggml decodes them.
-void dequantize_row_q4_K(const BlockQ4K* blocks, std::size_t n, float* out) noexcept;
-void dequantize_row_q5_K(const BlockQ5K* blocks, std::size_t n, float* out) noexcept;
-void dequantize_row_q6_K(const BlockQ6K* blocks, std::size_t n, float* out) noexcept;
+// The first n values of a row of super-blocks back, as ggml's
+// dequantize_row_q{4,5,6}_K gives them.
+template <class Block>
+void dequantize_row_k(const Block* blocks, std::size_t n, float* out) noexcept;
 
 }  // namespace swiglu::detail

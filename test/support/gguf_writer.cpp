@@ -57,15 +57,15 @@ std::string ggml_bytes(std::uint32_t type, const std::vector<float>& values, std
             break;
         case 12:
             out = blocks<swiglu::detail::BlockQ4K, swiglu::detail::kSuperBlock>(
-                values, ne0, swiglu::detail::quantize_row_q4_K);
+                values, ne0, swiglu::detail::quantize_row_k<swiglu::detail::BlockQ4K>);
             break;
         case 13:
             out = blocks<swiglu::detail::BlockQ5K, swiglu::detail::kSuperBlock>(
-                values, ne0, swiglu::detail::quantize_row_q5_K);
+                values, ne0, swiglu::detail::quantize_row_k<swiglu::detail::BlockQ5K>);
             break;
         case 14:
             out = blocks<swiglu::detail::BlockQ6K, swiglu::detail::kSuperBlock>(
-                values, ne0, swiglu::detail::quantize_row_q6_K);
+                values, ne0, swiglu::detail::quantize_row_k<swiglu::detail::BlockQ6K>);
             break;
         default:
             throw std::runtime_error("ggml_bytes: give raw bytes for type " + std::to_string(type));

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <iterator>
 
 #include "common/half.hpp"
 #include "kernels/padded_block.hpp"

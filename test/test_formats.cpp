@@ -3,9 +3,10 @@
 //  - names, GGUF type ids and safetensors dtypes find their row, any case
 //    for our names, and nothing else finds one;
 //  - each decoder gives the values the format defines (F32 copied, F16 and
-//    BF16 widened, Q8_0 and Q4_0 as ggml_blocks decodes them), from bytes
-//    at any alignment;
-//  - each quantiser is ggml_blocks' reference rounding, bit for bit;
+//    BF16 widened, Q8_0 and Q4_0 as ggml_blocks decodes them, the K-quants
+//    as kquant_blocks does), from bytes at any alignment;
+//  - each quantiser is ggml_blocks' (kquant_blocks') reference rounding, bit
+//    for bit;
 //  - decode_values over any sub-range, block edges and partial blocks
 //    included, equals the matching slice of a whole-row decode;
 //  - the public dtype names come from the rows that run.
@@ -20,6 +21,7 @@
 #include "formats/format_table.hpp"
 #include "io/gguf.hpp"
 #include "kernels/ggml_blocks.hpp"
+#include "kernels/kquant_blocks.hpp"
 #include "reference.hpp"
 
 using namespace swiglu::detail;
@@ -27,7 +29,8 @@ using swiglu::Dtype;
 
 namespace {
 
-// `n` values stored in format `t` (blocks from ggml_blocks' quantiser, the
+// `n` values stored in format `t` (blocks from ggml_blocks' or
+// kquant_blocks' quantiser, the
 // element types rounded the way a checkpoint would hold them), and the
 // values they mean, decoded by the format's own reference code.
 struct Stored {
@@ -43,6 +46,15 @@ void store_blocks(const std::vector<float>& x, Stored& s) {
     Quantize(x.data(), x.size(), b.data());
     std::memcpy(s.bytes.data(), b.data(), s.bytes.size());
     Dequantize(b.data(), x.size(), s.values.data());
+}
+
+// A K-quant row: kquant_blocks' quantiser, then its decoder.
+template <class Block>
+void store_k(const std::vector<float>& x, Stored& s) {
+    std::vector<Block> b(super_blocks(x.size()));
+    quantize_row_k(x.data(), x.size(), b.data());
+    std::memcpy(s.bytes.data(), b.data(), s.bytes.size());
+    dequantize_row_k(b.data(), x.size(), s.values.data());
 }
 
 Stored store(const FormatTraits& t, const std::vector<float>& x) {
@@ -73,6 +85,9 @@ Stored store(const FormatTraits& t, const std::vector<float>& x) {
         case Format::q4_0:
             store_blocks<BlockQ4_0, quantize_row_q4_0, dequantize_row_q4_0>(x, s);
             break;
+        case Format::q4_k: store_k<BlockQ4K>(x, s); break;
+        case Format::q5_k: store_k<BlockQ5K>(x, s); break;
+        case Format::q6_k: store_k<BlockQ6K>(x, s); break;
         case Format::int8: break;
     }
     return s;
@@ -114,6 +129,9 @@ TEST_CASE("sizes: bytes per block and per row, the last block padded") {
     CHECK(row_bytes(traits(Format::q4_0), 33) == 36);  // 2 blocks, the second padded
     CHECK(bytes_per_value(traits(Format::q4_0)) == doctest::Approx(18.0 / 32));
     CHECK(row_bytes(traits(Format::q8_0), 0) == 0);
+    CHECK(row_bytes(traits(Format::q4_k), 300) == 288);  // super-blocks of 256
+    CHECK(row_bytes(traits(Format::q5_k), 256) == 176);
+    CHECK(row_bytes(traits(Format::q6_k), 257) == 420);
 }
 
 TEST_CASE("decoders and quantisers are the formats' own, at any alignment") {
@@ -121,7 +139,8 @@ TEST_CASE("decoders and quantisers are the formats' own, at any alignment") {
         const FormatTraits& t = format_table()[i];
         if (!t.decode) continue;
         CAPTURE(std::string(t.name));
-        for (std::size_t n : {32u, 64u, 96u, 352u}) {
+        for (std::size_t whole : {1u, 2u, 3u, 11u}) {  // blocks of 32, or super-blocks
+            const std::size_t n = whole * std::size_t(t.block > 32 ? t.block : 32);
             CAPTURE(n);
             const std::vector<float> x = swiglu::test::uniform(n, 2.f, unsigned(7 + n));
             const Stored s = store(t, x);
@@ -149,10 +168,10 @@ TEST_CASE("decode_values of any range equals the slice of the whole row") {
         const FormatTraits& t = format_table()[i];
         if (!t.decode) continue;
         CAPTURE(std::string(t.name));
-        const std::size_t n = 160;
+        const std::size_t n = t.block > 32 ? 600 : 160;  // a padded last block
         const Stored s = store(t, swiglu::test::uniform(n, 1.f, 11u));
-        for (std::int64_t begin : {0, 1, 31, 32, 33, 95, 159})
-            for (std::int64_t count : {1, 2, 31, 32, 33, 64, 127}) {
+        for (std::int64_t begin : {0, 1, 31, 32, 33, 95, 159, 255, 256, 257, 511})
+            for (std::int64_t count : {1, 2, 31, 32, 33, 64, 127, 256, 300}) {
                 if (begin + count > std::int64_t(n)) continue;
                 CAPTURE(begin);
                 CAPTURE(count);
@@ -165,14 +184,16 @@ TEST_CASE("decode_values of any range equals the slice of the whole row") {
 
 TEST_CASE("the names lists come from the table") {
     CHECK(format_names(FormatSet::runs) == "f32, bf16, int8, q8_0 or q4_0");
-    CHECK(format_names(FormatSet::stored, ", ", " and ") == "F32, BF16, F16, Q8_0 and Q4_0");
+    CHECK(format_names(FormatSet::stored, ", ", " and ") ==
+          "F32, BF16, F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K");
     CHECK(format_names(FormatSet::safetensors) == "F32, BF16 or F16");
-    CHECK(format_names(FormatSet::gguf_only) == "Q8_0 or Q4_0");
+    CHECK(format_names(FormatSet::gguf_only) == "Q8_0, Q4_0, Q4_K, Q5_K or Q6_K");
     CHECK(swiglu::dtype_names() == format_names(FormatSet::runs));
     Dtype d = Dtype::f32;
     CHECK(swiglu::dtype_from_name("Q4_0", &d));
     CHECK(d == Dtype::q4_0);
     CHECK_FALSE(swiglu::dtype_from_name("f16", &d));  // stored, not run
+    CHECK_FALSE(swiglu::dtype_from_name("q4_k", &d));
     CHECK_FALSE(swiglu::dtype_from_name("3", &d));
     CHECK(d == Dtype::q4_0);  // untouched on failure
     for (Dtype t : swiglu::kDtypes) {

@@ -1,8 +1,9 @@
 // Where the packer reads a weight matrix from: the caller's f32 (a public
 // WeightView), or a checkpoint's tensor as the file stores it (F16, BF16,
-// GGUF's Q8_0 / Q4_0 blocks), so that a block loads without a transient f32
-// copy of its weights: each tile is decoded into one plain f32 tile, packed,
-// and (for a file mapping) its source pages are given back.
+// GGUF's Q8_0 / Q4_0 blocks, its K-quants' super-blocks), so that a block
+// loads without a transient f32 copy of its weights: each tile is decoded
+// into one plain f32 tile, packed, and (for a file mapping) its source pages
+// are given back.
 #pragma once
 
 #include <cstddef>

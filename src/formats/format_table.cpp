@@ -7,6 +7,7 @@
 
 #include "common/half.hpp"
 #include "kernels/ggml_blocks.hpp"
+#include "kernels/kquant_blocks.hpp"
 
 namespace swiglu::detail {
 
@@ -30,12 +31,13 @@ void decode_half(const unsigned char* bytes, std::size_t n, float* out) noexcept
 float widen_f16(std::uint16_t h) { return f16_to_f32(h); }
 float widen_bf16(std::uint16_t h) { return bf16_to_f32(h); }
 
-template <class Block, void (*Dequantize)(const Block*, std::size_t, float*) noexcept>
+template <class Block, std::size_t Values,
+          void (*Dequantize)(const Block*, std::size_t, float*) noexcept>
 void decode_blocks(const unsigned char* bytes, std::size_t n, float* out) noexcept {
-    for (std::size_t i = 0; i < n; i += kGgmlBlock) {
+    for (std::size_t i = 0; i < n; i += Values) {
         Block b;
-        std::memcpy(&b, bytes + i / kGgmlBlock * sizeof(Block), sizeof(Block));
-        Dequantize(&b, kGgmlBlock, out + i);
+        std::memcpy(&b, bytes + i / Values * sizeof(Block), sizeof(Block));
+        Dequantize(&b, Values, out + i);
     }
 }
 
@@ -58,12 +60,29 @@ constexpr FormatTraits kTable[] = {
      "a quarter, per-channel/per-token scales"},
     {Format::q8_0, "q8_0", "Q8_0", 32, sizeof(BlockQ8_0), 8, false, true, Dtype::q8_0,
      NumericsKind::grouped, Activation::q8_0_blocks, GroupedFormat::q8_0,
-     &decode_blocks<BlockQ8_0, dequantize_row_q8_0>, &quantize_blocks<BlockQ8_0, quantize_row_q8_0>,
-     "GGUF's blocks of 32: 8.5 bits per weight"},
+     &decode_blocks<BlockQ8_0, kGgmlBlock, dequantize_row_q8_0>,
+     &quantize_blocks<BlockQ8_0, quantize_row_q8_0>, "GGUF's blocks of 32: 8.5 bits per weight"},
     {Format::q4_0, "q4_0", "Q4_0", 32, sizeof(BlockQ4_0), 2, false, true, Dtype::q4_0,
      NumericsKind::grouped, Activation::q8_0_blocks, GroupedFormat::q4_0,
-     &decode_blocks<BlockQ4_0, dequantize_row_q4_0>, &quantize_blocks<BlockQ4_0, quantize_row_q4_0>,
-     "GGUF's blocks of 32: 4.5 bits per weight"},
+     &decode_blocks<BlockQ4_0, kGgmlBlock, dequantize_row_q4_0>,
+     &quantize_blocks<BlockQ4_0, quantize_row_q4_0>, "GGUF's blocks of 32: 4.5 bits per weight"},
+    // GGUF's K-quants: read exactly and converted to the chosen dtype at load
+    // (storage only until they have kernels of their own).
+    {Format::q4_k, "q4_k", "Q4_K", 256, sizeof(BlockQ4K), 12, false, false, Dtype::f32,
+     NumericsKind::none, Activation::f32, GroupedFormat::q8_0,
+     &decode_blocks<BlockQ4K, kSuperBlock, dequantize_row_k<BlockQ4K>>,
+     &quantize_blocks<BlockQ4K, quantize_row_k<BlockQ4K>>,
+     "GGUF's super-blocks of 256: 4.5 bits per weight, read exactly (storage only)"},
+    {Format::q5_k, "q5_k", "Q5_K", 256, sizeof(BlockQ5K), 13, false, false, Dtype::f32,
+     NumericsKind::none, Activation::f32, GroupedFormat::q8_0,
+     &decode_blocks<BlockQ5K, kSuperBlock, dequantize_row_k<BlockQ5K>>,
+     &quantize_blocks<BlockQ5K, quantize_row_k<BlockQ5K>>,
+     "GGUF's super-blocks of 256: 5.5 bits per weight, read exactly (storage only)"},
+    {Format::q6_k, "q6_k", "Q6_K", 256, sizeof(BlockQ6K), 14, false, false, Dtype::f32,
+     NumericsKind::none, Activation::f32, GroupedFormat::q8_0,
+     &decode_blocks<BlockQ6K, kSuperBlock, dequantize_row_k<BlockQ6K>>,
+     &quantize_blocks<BlockQ6K, quantize_row_k<BlockQ6K>>,
+     "GGUF's super-blocks of 256: 6.5625 bits per weight, read exactly (storage only)"},
 };
 static_assert(sizeof(kTable) / sizeof(kTable[0]) == kFormatCount, "a row per Format");
 

@@ -29,10 +29,10 @@
 namespace swiglu::detail {
 
 // Every weight format the library knows: what a checkpoint may store (f16
-// is storage only) and what a block may run in (int8 is run only: no file
-// format of ours holds it).
-enum class Format : std::uint8_t { f32, bf16, f16, int8, q8_0, q4_0 };
-inline constexpr int kFormatCount = 6;
+// and GGUF's K-quants are storage only) and what a block may run in (int8 is
+// run only: no file format of ours holds it).
+enum class Format : std::uint8_t { f32, bf16, f16, int8, q8_0, q4_0, q4_k, q5_k, q6_k };
+inline constexpr int kFormatCount = 9;
 
 // The family of numerics (core's precision modes) that runs a format's
 // matmuls; `none` for a storage-only format.

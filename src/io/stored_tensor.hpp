@@ -35,7 +35,8 @@ inline std::uint64_t stored_row_bytes(const StoredTensor& t, std::int64_t n) {
 }
 
 // The values, row-major, exactly as the format's decoder gives them (F32
-// copied, F16 and BF16 widened, Q8_0 and Q4_0 decoded block by block).
+// copied, F16 and BF16 widened, Q8_0, Q4_0 and the K-quants decoded block
+// by block).
 // `label` names the file in the error for a type the loader does not read
 // (Status::unsupported).
 std::vector<float> decode_to_f32(const StoredTensor& tensor, const std::string& label);

@@ -5,27 +5,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <iterator>
 
 #include "common/half.hpp"
+#include "kernels/padded_block.hpp"
 
 namespace swiglu::detail {
 
 namespace {
 
 constexpr std::uint16_t kF16Nan = 0x7E00;
-
-// One block's 32 inputs, the last block of a row padded with zeros; false
-// if any is NaN or +-inf.
-bool load_block(const float* x, std::size_t n, std::size_t block, float (&v)[kGgmlBlock]) {
-    const std::size_t begin = block * kGgmlBlock;
-    const std::size_t count = std::min(kGgmlBlock, n - begin);
-    std::fill(std::begin(v), std::end(v), 0.0f);
-    std::memcpy(v, x + begin, count * sizeof(float));
-    bool finite = true;
-    for (float a : v) finite = finite && std::isfinite(a);
-    return finite;
-}
 
 // (int8_t)v for v in range, as ggml casts; saturated (NaN: 0) outside it,
 // where ggml's cast is undefined: a block of tiny values whose 1 / d
@@ -41,7 +29,7 @@ void quantize_row_q8_0(const float* x, std::size_t n, BlockQ8_0* out) noexcept {
     for (std::size_t b = 0; b < ggml_blocks(n); ++b) {
         float v[kGgmlBlock];
         BlockQ8_0& block = out[b];
-        if (!load_block(x, n, b, v)) {
+        if (!load_padded_block(x, n, b, v)) {
             block.d = kF16Nan;
             std::memset(block.qs, 0, sizeof(block.qs));
             continue;
@@ -60,7 +48,7 @@ void quantize_row_q4_0(const float* x, std::size_t n, BlockQ4_0* out) noexcept {
     for (std::size_t b = 0; b < ggml_blocks(n); ++b) {
         float v[kGgmlBlock];
         BlockQ4_0& block = out[b];
-        if (!load_block(x, n, b, v)) {
+        if (!load_padded_block(x, n, b, v)) {
             block.d = kF16Nan;
             std::memset(block.qs, 0x88, sizeof(block.qs));  // q = 8: value 0 * NaN
             continue;

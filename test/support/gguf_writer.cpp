@@ -4,6 +4,7 @@
 #include <stdexcept>
 
 #include "kernels/ggml_blocks.hpp"
+#include "kernels/kquant_blocks.hpp"
 #include "safetensors_writer.hpp"
 
 namespace swiglu::test {
@@ -22,10 +23,11 @@ std::string gguf_string(const std::string& s) { return le64(s.size()) + s; }
 
 namespace {
 
-template <class Block, class Quantize>
+// Each row of ne0 values quantised to blocks of `Values` (the last padded).
+template <class Block, std::size_t Values = swiglu::detail::kGgmlBlock, class Quantize>
 std::string blocks(const std::vector<float>& values, std::int64_t ne0, Quantize quantize) {
     const std::size_t rows = values.size() / std::size_t(ne0);
-    std::vector<Block> row(swiglu::detail::ggml_blocks(std::size_t(ne0)));
+    std::vector<Block> row((std::size_t(ne0) + Values - 1) / Values);
     std::string out;
     for (std::size_t r = 0; r < rows; ++r) {
         quantize(values.data() + r * std::size_t(ne0), std::size_t(ne0), row.data());
@@ -52,6 +54,18 @@ std::string ggml_bytes(std::uint32_t type, const std::vector<float>& values, std
             break;
         case 2:
             out = blocks<swiglu::detail::BlockQ4_0>(values, ne0, swiglu::detail::quantize_row_q4_0);
+            break;
+        case 12:
+            out = blocks<swiglu::detail::BlockQ4K, swiglu::detail::kSuperBlock>(
+                values, ne0, swiglu::detail::quantize_row_k<swiglu::detail::BlockQ4K>);
+            break;
+        case 13:
+            out = blocks<swiglu::detail::BlockQ5K, swiglu::detail::kSuperBlock>(
+                values, ne0, swiglu::detail::quantize_row_k<swiglu::detail::BlockQ5K>);
+            break;
+        case 14:
+            out = blocks<swiglu::detail::BlockQ6K, swiglu::detail::kSuperBlock>(
+                values, ne0, swiglu::detail::quantize_row_k<swiglu::detail::BlockQ6K>);
             break;
         default:
             throw std::runtime_error("ggml_bytes: give raw bytes for type " + std::to_string(type));

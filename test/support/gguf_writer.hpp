@@ -12,9 +12,10 @@ namespace swiglu::test {
 
 struct GgufTensorSpec {
     std::string name;
-    std::uint32_t type;            // ggml type: 0 F32, 1 F16, 30 BF16, 8 Q8_0, 2 Q4_0, or any
+    std::uint32_t type;  // ggml type: 0 F32, 1 F16, 30 BF16, 8 Q8_0, 2 Q4_0, 12 Q4_K, 13 Q5_K,
+                         // 14 Q6_K, or any
     std::vector<std::int64_t> ne;  // GGUF's order: ne[0] is a row's length
-    std::vector<float> values;     // row-major; encoded as `type` (Q8_0/Q4_0 by ggml's rounding)
+    std::vector<float> values;     // row-major; encoded as `type` (blocks by ggml's rounding)
     std::string raw;               // used as the bytes instead when not empty
 };
 

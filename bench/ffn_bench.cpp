@@ -53,7 +53,11 @@ swiglu::BuildPolicy& build_policy() {
 }
 
 swiglu::Options bench_options(int threads, swiglu::Dtype dtype) {
-    return {threads, dtype, build_policy()};
+    swiglu::Options options;
+    options.threads = threads;
+    options.dtype = dtype;
+    options.build = build_policy();
+    return options;
 }
 
 namespace {

@@ -44,7 +44,10 @@ typedef enum swiglu_dtype {
     SWIGLU_DTYPE_BF16 = 1, /* bf16 weights and matmul inputs, f32 accumulation */
     SWIGLU_DTYPE_INT8 = 2, /* s8 weights (per-channel scales), s8 activations (per token) */
     SWIGLU_DTYPE_Q8_0 = 3, /* GGUF Q8_0: blocks of 32 s8 weights with an f16 scale */
-    SWIGLU_DTYPE_Q4_0 = 4  /* GGUF Q4_0: blocks of 32 4-bit weights with an f16 scale */
+    SWIGLU_DTYPE_Q4_0 = 4, /* GGUF Q4_0: blocks of 32 4-bit weights with an f16 scale */
+    SWIGLU_DTYPE_Q4_K = 5, /* GGUF Q4_K: super-blocks of 256, 4.5 bits per weight */
+    SWIGLU_DTYPE_Q5_K = 6, /* GGUF Q5_K: super-blocks of 256, 5.5 bits per weight */
+    SWIGLU_DTYPE_Q6_K = 7  /* GGUF Q6_K: super-blocks of 256, 6.5625 bits per weight */
 } swiglu_dtype;
 
 /* Options for creating a block; pass NULL for the defaults (all zero). */

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -85,19 +86,28 @@ struct WeightView {
 //         weight tiles to f32 for oneDNN. See docs/formats.md for the error of each.
 //   q4_0: GGUF's Q4_0: blocks of 32 4-bit q, value (q - 8) * scale (4.5 bits
 //         per weight); run as q8_0.
-// An input width d or f that is not a multiple of 32 ends each row's last
-// block in zeros (never another format).
-enum class Dtype { f32, bf16, int8, q8_0, q4_0 };
+//   q4_k, q5_k, q6_k: GGUF's K-quants (what Q4_K_M, Q5_K_M and Q6_K files
+//         hold): super-blocks of 256 weights with 6-bit (Q4_K, Q5_K) or
+//         8-bit (Q6_K) sub-block scales; 4.5, 5.5 and 6.5625 bits per weight.
+//         x and act are quantised per block of 256 to s8 with an f32 scale
+//         (llama.cpp's Q8_K) and every call runs our own kernels.
+// An input width d or f that is not a multiple of the block (32, or 256 for
+// the K-quants) ends each row's last block in zeros (never another format).
+enum class Dtype { f32, bf16, int8, q8_0, q4_0, q4_k, q5_k, q6_k };
 // Every Dtype, in that order: what tests, benchmarks and the CLI iterate.
-inline constexpr Dtype kDtypes[] = {Dtype::f32, Dtype::bf16, Dtype::int8, Dtype::q8_0, Dtype::q4_0};
+inline constexpr Dtype kDtypes[] = {Dtype::f32,  Dtype::bf16, Dtype::int8, Dtype::q8_0,
+                                    Dtype::q4_0, Dtype::q4_k, Dtype::q5_k, Dtype::q6_k};
+// Whether a Dtype is one of GGUF's block formats (q8_0, q4_0 and the
+// K-quants): the formats whose gate|up and down may differ in one block.
+SWIGLU_API bool is_block_dtype(Dtype dtype) noexcept;
 
-// "f32", "bf16", "int8", "q8_0", "q4_0"
+// "f32", "bf16", "int8", "q8_0", "q4_0", "q4_k", "q5_k", "q6_k"
 SWIGLU_API const char* dtype_name(Dtype dtype) noexcept;
 // The Dtype whose dtype_name is `name`, in any case ("Q4_0" too); false,
 // and *out untouched, when none is (or `out` is null).
 SWIGLU_API bool dtype_from_name(std::string_view name, Dtype* out) noexcept;
 // Every Dtype's name, as prose for messages and help (not for parsing):
-// "f32, bf16, int8, q8_0 or q4_0".
+// "f32, bf16, int8, q8_0, q4_0, q4_k, q5_k or q6_k".
 SWIGLU_API std::string dtype_names();
 
 // Where q8_0 / q4_0 run full-height (64-row) row tiles: automatic: through
@@ -129,14 +139,28 @@ struct Options {
     // 0 = every core this process may run on (its CPU affinity). Blocks with
     // the same count share one pool of workers (a model's layers).
     int threads = 0;
+    // The format of the weights (of gate and up only, where down_dtype is set).
     Dtype dtype = Dtype::f32;
     // The kernels it may take (defaults: the library's choice).
     BuildPolicy build = {};
+    // down's own format, where it differs from gate's and up's: a Q4_K_M
+    // file's blocks hold gate and up in q4_k and down in q6_k. Both must then
+    // be block formats (is_block_dtype); gate and up always share one (they
+    // are packed side by side).
+    std::optional<Dtype> down_dtype = std::nullopt;
+    // For the loaders (load_ffn, load_ffn_slice; swiglu/checkpoint.hpp):
+    // each weight in the format its file stores it where a block runs in
+    // that format (F32, BF16, GGUF's Q8_0, Q4_0, Q4_K, Q5_K, Q6_K), packed
+    // from the stored blocks unchanged; dtype for the rest (F16) and for all
+    // three where the stored formats cannot share a block (gate and up
+    // differ; f32 beside a block format). The Ffn constructor ignores it.
+    bool keep_stored = false;
 };
 
 // What runs underneath, for logs, `swiglu info` and tests.
 struct Implementation {
-    Dtype dtype = Dtype::f32;
+    Dtype dtype = Dtype::f32;       // gate's and up's
+    Dtype down_dtype = Dtype::f32;  // down's (the same unless Options::down_dtype)
     std::string matmul;  // oneDNN's implementation ("brg:avx512_core") or our
                          // own kernels' ("f32 panels:avx2_fma", "q4_0:avx2_fma")
     std::string

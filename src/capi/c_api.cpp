@@ -21,7 +21,10 @@ static_assert(SWIGLU_DTYPE_F32 == int(swiglu::Dtype::f32) &&
                   SWIGLU_DTYPE_BF16 == int(swiglu::Dtype::bf16) &&
                   SWIGLU_DTYPE_INT8 == int(swiglu::Dtype::int8) &&
                   SWIGLU_DTYPE_Q8_0 == int(swiglu::Dtype::q8_0) &&
-                  SWIGLU_DTYPE_Q4_0 == int(swiglu::Dtype::q4_0),
+                  SWIGLU_DTYPE_Q4_0 == int(swiglu::Dtype::q4_0) &&
+                  SWIGLU_DTYPE_Q4_K == int(swiglu::Dtype::q4_k) &&
+                  SWIGLU_DTYPE_Q5_K == int(swiglu::Dtype::q5_k) &&
+                  SWIGLU_DTYPE_Q6_K == int(swiglu::Dtype::q6_k),
               "swiglu_dtype mirrors swiglu::Dtype");
 
 namespace {

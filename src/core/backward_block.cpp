@@ -27,6 +27,7 @@ BackwardBlock::BackwardBlock(const PackedBlock& block, const Layout (&layouts)[3
     : d(block.d), f(block.f) {
     dact.k = d;
     dact.columns = plan_columns(f, 4 * d, kBackwardTileBytes);
+    dx.id = PhaseId::down;
     dx.k = 2 * f;
     dx.columns = plan_columns(d, 8 * f, kBackwardTileBytes);
     // The forward's f32 runs on panels where it takes the panels engine.
@@ -92,7 +93,7 @@ void BackwardBlock::pack(const PackedBlock& block) {
     auto place = [&](Phase& p, std::int64_t j, const std::vector<float>& tile, std::int64_t n) {
         p.tiles.emplace_back(engine->tile_layout(p, j), cpu_engine(), arena.data() + offset);
         p.tile_data.push_back(arena.data() + offset);
-        engine->pack({tile.data(), dnnl::memory::data_type::f32}, p.k, n, p.tiles.back());
+        engine->pack(p, {tile.data(), dnnl::memory::data_type::f32}, p.k, n, p.tiles.back());
         offset += tile_bytes(p, j, *engine);
     };
     // Wd^T tile j: (d x w), element (i, c) = Wd(c0 + c, i).

@@ -18,6 +18,12 @@ bool dtype_from_name(std::string_view name, Dtype* out) noexcept {
     return true;
 }
 
+bool is_block_dtype(Dtype dtype) noexcept {
+    for (Dtype known : kDtypes)
+        if (known == dtype) return detail::traits(dtype).block > 1;
+    return false;
+}
+
 std::string dtype_names() { return detail::format_names(detail::FormatSet::runs); }
 
 }  // namespace swiglu

@@ -11,7 +11,8 @@
 //            layout oneDNN picks
 //   panels   f32 or bf16 weights in panels on our panel kernels
 //            (kernels/panel_gemm.hpp)
-//   grouped  q8_0 / q4_0 records on our grouped kernels (kernels/grouped_gemm.hpp)
+//   grouped  records of GGUF's block formats on our grouped and K-quant
+//            kernels (kernels/grouped_gemm.hpp, kquant_gemm.hpp)
 //   s8       oneDNN's s8 kernels, and our s8 kernel (kernels/s8_gemm.hpp) for
 //            int8's few-row tiles over the very tiles oneDNN packed
 //   prefill  the grouped engine, but full-height row tiles unpack the weight
@@ -95,6 +96,9 @@ struct EngineGeometry {
     // Whether its kernels stream weights from DRAM as fast with one row as
     // with four (tiling.hpp, min_row_bucket).
     bool streams_with_one_row = false;
+    // Gate|up tile widths are multiples of it: 64, or 256 where act is
+    // quantised in the gate|up tile per block of 256 (K-quants' ActBlockK).
+    std::int64_t gate_up_column_multiple = 64;
 };
 
 // What an engine asks of the oneDNN kernels it made before a block takes it
@@ -152,15 +156,15 @@ public:
     // The layout of a packed tile of `phase` (a u8 buffer for our kernels).
     virtual dnnl::memory::desc tile_layout(const Phase& phase, std::int64_t tile) const = 0;
     // Packs a plain (k x n) tile into `to` (tile_layout's).
-    virtual void pack(const PlainWeights& plain, std::int64_t k, std::int64_t n,
+    virtual void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
                       const dnnl::memory& to) = 0;
     // Packs a tile straight from the weights as stored, where the engine can
     // hold them without loss (q8_0 / q4_0 from GGUF blocks of the same
     // format): the tile's columns are rows [c0, c0 + width) of each source
     // in turn. False: not possible here; the caller packs a plain tile.
-    virtual bool pack_stored(const WeightSource* const* sources, int count, std::int64_t c0,
+    virtual bool pack_stored(const Phase& phase, const WeightSource* const* sources, int count, std::int64_t c0,
                              std::int64_t width, std::int64_t k, const dnnl::memory& to) {
-        (void)sources, (void)count, (void)c0, (void)width, (void)k, (void)to;
+        (void)phase, (void)sources, (void)count, (void)c0, (void)width, (void)k, (void)to;
         return false;
     }
     // The f32 weights of a packed tile back as the plain (k x n) slice, for
@@ -187,8 +191,9 @@ std::unique_ptr<TileEngine> make_onednn_engine(const MatmulTypes& types, EngineG
                                                KernelDemand demand, std::string note = {});
 // Our panel kernels on f32 or bf16 panels (dtype f32 or bf16).
 std::unique_ptr<TileEngine> make_panels_engine(Dtype dtype);
-// Our grouped kernels on q8_0 / q4_0 records.
-std::unique_ptr<TileEngine> make_grouped_engine(Dtype dtype);
+// Our grouped and K-quant kernels on records of the block formats, each
+// phase in its own (gate|up's, down's).
+std::unique_ptr<TileEngine> make_grouped_engine(Dtype gate_up, Dtype down);
 // The grouped engine whose full-height row tiles run oneDNN's kernels of
 // `types` on unpacked weight tiles (f32 or bf16), as `demand` allows.
 std::unique_ptr<TileEngine> make_prefill_engine(Dtype dtype, const MatmulTypes& types,

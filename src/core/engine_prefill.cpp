@@ -21,7 +21,7 @@ class PrefillEngine final : public TileEngine {
 public:
     PrefillEngine(Dtype dtype, const MatmulTypes& types, KernelDemand demand)
         : TileEngine(EngineKind::prefill, {}, kMaxRowTile, {}),
-          grouped_(make_grouped_engine(dtype)),
+          grouped_(make_grouped_engine(dtype, dtype)),
           unpack_(grouped_kernels()[traits(dtype).grouped].unpack),
           types_(types) {
         geometry_ = grouped_->geometry();
@@ -52,13 +52,13 @@ public:
     dnnl::memory::desc tile_layout(const Phase& phase, std::int64_t tile) const override {
         return grouped_->tile_layout(phase, tile);
     }
-    void pack(const PlainWeights& plain, std::int64_t k, std::int64_t n,
+    void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
               const dnnl::memory& to) override {
-        grouped_->pack(plain, k, n, to);
+        grouped_->pack(phase, plain, k, n, to);
     }
-    bool pack_stored(const WeightSource* const* sources, int count, std::int64_t c0,
+    bool pack_stored(const Phase& phase, const WeightSource* const* sources, int count, std::int64_t c0,
                      std::int64_t width, std::int64_t k, const dnnl::memory& to) override {
-        return grouped_->pack_stored(sources, count, c0, width, k, to);
+        return grouped_->pack_stored(phase, sources, count, c0, width, k, to);
     }
     void run(const Phase& phase, const TileJob& job, TileWorker& w) const override {
         if (job.rows->bucket != kRowBuckets - 1) return grouped_->run(phase, job, w);

@@ -74,9 +74,9 @@ public:
     }
     // oneDNN packs; our kernel takes no tile at all once one is not in its
     // layout.
-    void pack(const PlainWeights& plain, std::int64_t k, std::int64_t n,
+    void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
               const dnnl::memory& to) override {
-        onednn_->pack(plain, k, n, to);
+        onednn_->pack(phase, plain, k, n, to);
         if (own_rows_max_ > 0 &&
             !packed_as_s8_gemm_reads(to, k, n, static_cast<const std::int8_t*>(plain.data))) {
             own_rows_max_ = 0;

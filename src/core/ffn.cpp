@@ -80,11 +80,27 @@ void check_weights(const detail::WeightSource& gate, const detail::WeightSource&
                 ": the weights' byte size overflows 64 bits");
 }
 
-void check_dtype(Dtype dtype) {
+void check_dtype(Dtype dtype, const char* field) {
     for (Dtype known : kDtypes)
         if (dtype == known) return;
-    invalid("Ffn: options.dtype must be Dtype::" + dtype_names() + " (got " +
+    invalid(std::string("Ffn: options.") + field + " must be Dtype::" + dtype_names() + " (got " +
             std::to_string(static_cast<int>(dtype)) + ")");
+}
+
+// down's format: options.down_dtype where set, which may differ from dtype
+// among the block formats only (they share the grouped engine, each phase
+// quantising its inputs for its own weights).
+Dtype check_down_dtype(const Options& options) {
+    check_dtype(options.dtype, "dtype");
+    if (!options.down_dtype) return options.dtype;
+    const Dtype down = *options.down_dtype;
+    check_dtype(down, "down_dtype");
+    if (down != options.dtype && !(is_block_dtype(options.dtype) && is_block_dtype(down)))
+        invalid(std::string("Ffn: options.down_dtype ") + dtype_name(down) +
+                " differs from options.dtype " + dtype_name(options.dtype) +
+                ": a block's weights may differ in format only among the block formats "
+                "(q8_0, q4_0, q4_k, q5_k, q6_k)");
+    return down;
 }
 
 void check_policy(const BuildPolicy& p) {
@@ -133,12 +149,12 @@ Ffn::Ffn(std::unique_ptr<detail::FfnImpl> impl) : impl_(std::move(impl)) {}
 Ffn detail::FfnAccess::make(const WeightSource& gate, const WeightSource& up,
                             const WeightSource& down, const Options& options) {
     check_weights(gate, up, down);
-    check_dtype(options.dtype);
+    const Dtype down_dtype = check_down_dtype(options);
     check_policy(options.build);
     const int threads = resolve_threads(options.threads);
     return Ffn(errors_as_swiglu("Ffn", [&] {
         return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype,
-                                                 options.build);
+                                                 down_dtype, options.build);
     }));
 }
 
@@ -157,8 +173,8 @@ int Ffn::threads() const { return live(impl_).threads; }
 
 Implementation Ffn::implementation() const {
     const detail::FfnImpl& impl = live(impl_);
-    return {impl.block.dtype(), impl.block.implementation, detail::kernels_isa_name(),
-            impl.threads};
+    return {impl.block.dtype(), impl.block.down_dtype(), impl.block.implementation,
+            detail::kernels_isa_name(), impl.threads};
 }
 
 namespace {

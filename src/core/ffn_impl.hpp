@@ -24,8 +24,8 @@ namespace swiglu::detail {
 class FfnImpl {
 public:
     FfnImpl(const WeightSource& gate, const WeightSource& up, const WeightSource& down, int threads,
-            Dtype dtype, const BuildPolicy& policy)
-        : block(gate, up, down, dtype, policy),
+            Dtype dtype, Dtype down_dtype, const BuildPolicy& policy)
+        : block(gate, up, down, dtype, down_dtype, policy),
           // oneDNN stays single-threaded inside our workers (matmul.hpp).
           pool(threads > 1 ? shared_pool(threads, &serialize_onednn_on_this_thread) : nullptr),
           threads(threads),

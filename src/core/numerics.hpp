@@ -30,13 +30,18 @@ struct ScratchSizes {
 
 class Numerics {
 public:
-    Numerics(Dtype dtype, std::int64_t d, std::int64_t f) : dtype_(dtype), d_(d), f_(f) {}
+    Numerics(Dtype dtype, std::int64_t d, std::int64_t f) : Numerics(dtype, dtype, d, f) {}
+    // A block whose down weight has a format of its own (block formats only).
+    Numerics(Dtype gate_up, Dtype down, std::int64_t d, std::int64_t f)
+        : dtype_(gate_up), down_dtype_(down), d_(d), f_(f) {}
     virtual ~Numerics() = default;
     Numerics(const Numerics&) = delete;
     Numerics& operator=(const Numerics&) = delete;
 
     // The numerics the caller asked for (an emulated mode still says bf16).
     Dtype dtype() const { return dtype_; }
+    // down's format (dtype() but for a block whose down differs).
+    Dtype down_dtype() const { return down_dtype_; }
 
     // Called once the tiling is known, before any weights: `gate_up_tiles`
     // is the gate|up phase's column tile count.
@@ -103,7 +108,7 @@ protected:
     bool whole_act_rows_ = false;  // see has_act_step
 
 private:
-    Dtype dtype_;
+    Dtype dtype_, down_dtype_;
     std::int64_t d_, f_;
     std::int64_t gate_up_tiles_ = 1;
 };

@@ -16,9 +16,10 @@ std::size_t tile_bytes(const Phase& phase, std::int64_t tile, const TileEngine& 
 }  // namespace
 
 PackedBlock::PackedBlock(const WeightSource& gate_w, const WeightSource& up_w,
-                         const WeightSource& down_w, Dtype dtype, const BuildPolicy& policy)
+                         const WeightSource& down_w, Dtype dtype, Dtype down_dtype,
+                         const BuildPolicy& policy)
     : d(gate_w.in_features()), f(gate_w.out_features()) {
-    auto candidates = precision_candidates(dtype, d, f, policy);
+    auto candidates = precision_candidates(dtype, down_dtype, d, f, policy);
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const bool last = i + 1 == candidates.size();
         TileEngine& engine = *candidates[i].engine;
@@ -56,10 +57,13 @@ void PackedBlock::plan_tiles(const TileEngine& engine) {
     const EngineGeometry& g = engine.geometry();
     const std::int64_t weight_bytes = bytes(3.0 * double(d) * double(f), g.bytes_per_weight);
     const bool cached = !weights_stream_from_dram(weight_bytes);
+    gate_up.id = PhaseId::gate_up;
     gate_up.k = d;
     gate_up.outputs_per_column = 2;
     gate_up.columns =
-        plan_phase_columns(f, bytes(2.0 * double(d), g.tile_bytes_per_weight), cached);
+        plan_phase_columns(f, bytes(2.0 * double(d), g.tile_bytes_per_weight), cached,
+                           g.gate_up_column_multiple);
+    down.id = PhaseId::down;
     down.k = f;
     down.columns = plan_phase_columns(d, bytes(double(f), g.tile_bytes_per_weight), cached);
     min_bucket = min_row_bucket(weight_bytes, g.streams_with_one_row);
@@ -109,13 +113,13 @@ void PackedBlock::pack(const WeightSource& gate_w, const WeightSource& up_w,
         p.tiles.emplace_back(engine->tile_layout(p, j), cpu_engine(), arena.data() + offset);
         p.tile_data.push_back(arena.data() + offset);
         offset += tile_bytes(p, j, *engine);
-        if (!engine->pack_stored(sources, count, c0, w, p.k, p.tiles.back())) {
+        if (!engine->pack_stored(p, sources, count, c0, w, p.k, p.tiles.back())) {
             plain.assign(static_cast<std::size_t>(p.k * n), 0.0f);
             for (int s = 0; s < count; ++s)
                 read_columns(*sources[s], c0, w, plain.data(), n, s * w);
             engine->pack(
-                numerics->convert_weights(id, plain.data(), p.k, n, p.outputs_per_column * c0), p.k,
-                n, p.tiles.back());
+                p, numerics->convert_weights(id, plain.data(), p.k, n, p.outputs_per_column * c0),
+                p.k, n, p.tiles.back());
         }
         for (int s = 0; s < count; ++s) release_columns(*sources[s], c0, w);
     };

@@ -21,14 +21,15 @@ namespace swiglu::detail {
 
 class PackedBlock {
 public:
-    // Shapes must already be validated (see ffn.cpp). Resolves the
-    // precision mode for `dtype` under `policy` (precision.hpp), plans the
-    // tiles, creates the kernels and packs every tile.
+    // Shapes and formats must already be validated (see ffn.cpp). Resolves
+    // the precision mode for `dtype` (down: `down_dtype`) under `policy`
+    // (precision.hpp), plans the tiles, creates the kernels and packs every tile.
     PackedBlock(const WeightSource& gate_w, const WeightSource& up_w, const WeightSource& down_w,
-                Dtype dtype, const BuildPolicy& policy);
+                Dtype dtype, Dtype down_dtype, const BuildPolicy& policy);
 
     const Phase& phase(PhaseId id) const { return id == PhaseId::gate_up ? gate_up : down; }
     Dtype dtype() const { return numerics->dtype(); }
+    Dtype down_dtype() const { return numerics->down_dtype(); }
 
     std::int64_t d = 0;
     std::int64_t f = 0;

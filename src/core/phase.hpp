@@ -18,6 +18,7 @@ inline constexpr int kPhases = 2;
 // Each tile packed on its own, so that a task touches one contiguous slice
 // of weights.
 struct Phase {
+    PhaseId id = PhaseId::gate_up;         // which of the forward's (the backward's: dact, dx)
     std::int64_t k = 0;                    // reduction length
     ColumnTiling columns;                  // tiles of the phase's output columns
     std::int64_t outputs_per_column = 1;   // 2 for gate|up: a tile holds both

@@ -5,8 +5,8 @@
 
 namespace swiglu::detail {
 
-std::vector<Precision> precision_candidates(Dtype dtype, std::int64_t d, std::int64_t f,
-                                            const BuildPolicy& policy) {
+std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_t d,
+                                            std::int64_t f, const BuildPolicy& policy) {
     std::vector<Precision> modes;
     auto add = [&](Precision mode) {
         if (mode.numerics) modes.push_back(std::move(mode));
@@ -25,8 +25,10 @@ std::vector<Precision> precision_candidates(Dtype dtype, std::int64_t d, std::in
             break;
         case NumericsKind::int8: add(make_int8_precision(d, f, policy)); break;
         case NumericsKind::grouped:
-            add(make_grouped_prefill_precision(dtype, d, f, policy));
-            add(make_grouped_precision(dtype, d, f));
+            // The prefill engine unpacks blocks of 32 of one format.
+            if (dtype == down && traits(dtype).activation == Activation::q8_0_blocks)
+                add(make_grouped_prefill_precision(dtype, d, f, policy));
+            add(make_grouped_precision(dtype, down, d, f));
             break;
         case NumericsKind::none: break;  // storage only: no Dtype runs it
     }

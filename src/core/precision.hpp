@@ -19,6 +19,9 @@
 //                  (precision_int8.cpp); s8
 //   q8_0, q4_0     GGUF's grouped formats, x and act quantised per block of 32
 //                  (precision_grouped.cpp); grouped, or prefill (BuildPolicy)
+//   q4_k .. q6_k   GGUF's K-quants, x and act quantised per block of 256
+//                  (precision_grouped.cpp); grouped. Any two block formats
+//                  may share a block (gate|up in one, down in the other).
 #pragma once
 
 #include <cstdint>
@@ -42,8 +45,10 @@ struct Precision {
 // oneDNN's; bf16: native, then panels, then emulated; q8_0 / q4_0: the
 // prefill engine, then the grouped one). The one place where a dtype picks
 // its candidates.
-std::vector<Precision> precision_candidates(Dtype dtype, std::int64_t d, std::int64_t f,
-                                            const BuildPolicy& policy);
+// `down` is down's format: `dtype` but for a block of block formats whose
+// down differs (ffn.cpp lets no other pair through).
+std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_t d,
+                                            std::int64_t f, const BuildPolicy& policy);
 
 // One factory per mode file.
 Precision make_f32_precision(std::int64_t d, std::int64_t f);
@@ -54,10 +59,11 @@ Precision make_panels_precision(Dtype dtype, std::int64_t d, std::int64_t f,
                                 const BuildPolicy& policy);
 Precision make_bf16_emulated_precision(std::int64_t d, std::int64_t f);
 Precision make_int8_precision(std::int64_t d, std::int64_t f, const BuildPolicy& policy);
-// The grouped formats on the prefill engine as the policy asks (null where
-// it asks for none), and on the grouped engine alone.
+// The grouped formats (blocks of 32) on the prefill engine as the policy
+// asks (null where it asks for none), and every block format on the grouped
+// engine alone, each phase in its own.
 Precision make_grouped_prefill_precision(Dtype dtype, std::int64_t d, std::int64_t f,
                                          const BuildPolicy& policy);
-Precision make_grouped_precision(Dtype dtype, std::int64_t d, std::int64_t f);
+Precision make_grouped_precision(Dtype gate_up, Dtype down, std::int64_t d, std::int64_t f);
 
 }  // namespace swiglu::detail

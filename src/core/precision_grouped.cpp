@@ -1,10 +1,13 @@
-// q8_0 and q4_0: GGUF's grouped weights (blocks of 32 inputs, an f16 scale
-// each) on the grouped engine (core/engine_grouped.cpp), for every token
-// count. x and act are quantised per block of 32 to s8 with an f32 scale
-// (ActBlock), as llama.cpp quantises them for these formats (with an f16
-// scale), so a block's dot product is one integer sum. act stays in the
-// gate|up tile (in place) and is quantised there, a block at a time: gate|up
-// column tiles are whole blocks wide (multiples of 64 columns, or end at f).
+// GGUF's block formats on the grouped engine (core/engine_grouped.cpp), for
+// every token count, each phase in its own format (a Q4_K_M block: gate|up
+// q4_k, down q6_k). A phase's inputs are quantised as llama.cpp quantises
+// them for its weights' format, so a block's dot product is integer sums:
+// q8_0 and q4_0 (blocks of 32, an f16 scale each) read x or act per block of
+// 32 as s8 with an f32 scale (ActBlock; llama.cpp keeps an f16 one), the
+// K-quants (super-blocks of 256) per block of 256 with an f32 scale and
+// sums of 16 (ActBlockK, llama.cpp's Q8_K). act stays in the gate|up tile
+// (in place) and is quantised there, a block at a time: gate|up column tiles
+// are whole blocks wide (multiples of 64 or 256 columns, or end at f).
 //
 // The prefill engine (core/engine_prefill.cpp): where oneDNN has an AMX
 // matmul, full-height row tiles run it on weight tiles unpacked to bf16, with
@@ -21,6 +24,7 @@
 
 #include "core/precision.hpp"
 #include "core/workspace.hpp"
+#include "formats/format_table.hpp"
 #include "kernels/act_block.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/grouped_layout.hpp"
@@ -34,18 +38,17 @@ using dt = dnnl::memory::data_type;
 class Grouped final : public Numerics {
 public:
     // `unpacked_bytes`: 2 or 4 where full-height row tiles run on the
-    // prefill engine with bf16 or f32 inputs, 0 where there is none.
-    Grouped(Dtype dtype, std::int64_t d, std::int64_t f, std::size_t unpacked_bytes)
-        : Numerics(dtype, d, f),
-          x_blocks_(static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(d)))),
-          act_blocks_(static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(f)))),
+    // prefill engine with bf16 or f32 inputs, 0 where there is none (it
+    // serves one format of blocks of 32 only).
+    Grouped(Dtype gate_up, Dtype down, std::int64_t d, std::int64_t f, std::size_t unpacked_bytes)
+        : Numerics(gate_up, down, d, f),
+          x_(traits(gate_up).grouped, d),
+          act_(traits(down).grouped, f),
           unpacked_bytes_(unpacked_bytes) {}
 
     ScratchSizes scratch() const override {
-        const auto blocks = [](std::int64_t per_row) {
-            return static_cast<std::size_t>(kChunkRows * per_row) * sizeof(ActBlock);
-        };
-        ScratchSizes s{0, blocks(act_blocks_), blocks(x_blocks_), 0};
+        ScratchSizes s{0, static_cast<std::size_t>(kChunkRows) * act_.row_bytes,
+                       static_cast<std::size_t>(kChunkRows) * x_.row_bytes, 0};
         if (unpacked_bytes_) {  // act and x as the prefill kernels read them (f32 or bf16)
             s.act_floats = static_cast<std::size_t>(kChunkRows * f());
             s.x_prefill_bytes = static_cast<std::size_t>(kChunkRows * d()) * unpacked_bytes_;
@@ -58,13 +61,13 @@ public:
         // Padding rows past `rows` keep whatever rows they held (zeros at
         // first): finite, computed and dropped.
         for (std::int64_t r = 0; r < rows; ++r)
-            quantize_act_row(x + r * d(), static_cast<std::size_t>(d()),
-                             x_row(ws.x_src.data(), r, x_blocks_));
+            quantize_activations(x_.format, x + r * d(), static_cast<std::size_t>(d()),
+                                 x_.row(ws.x_src.data(), r));
         if (unpacked_bytes_) to_unpacked(x, rows * d(), ws.x_prefill.data());
     }
 
-    // Quantised rows, ggml_blocks(k) ActBlocks each; full-height tiles on
-    // the prefill engine read f32 or bf16 rows.
+    // Quantised rows, format_blocks(k) activation blocks each; full-height
+    // tiles on the prefill engine read f32 or bf16 rows.
     const void* src(PhaseId phase, const float*, const RowTile& t,
                     const Workspace& ws) const override {
         const bool gate_up = phase == PhaseId::gate_up;
@@ -73,8 +76,7 @@ public:
                                  static_cast<std::size_t>(t.row0 * d()) * unpacked_bytes_
                            : reinterpret_cast<const unsigned char*>(ws.act.data()) +
                                  static_cast<std::size_t>(t.row0 * f()) * unpacked_bytes_;
-        return gate_up ? x_row(ws.x_src.data(), t.row0, x_blocks_)
-                       : x_row(ws.act_src.data(), t.row0, act_blocks_);
+        return gate_up ? x_.row(ws.x_src.data(), t.row0) : act_.row(ws.act_src.data(), t.row0);
     }
 
     float* gate_up_row(float* gate_up, std::int64_t, std::int64_t, std::int64_t,
@@ -83,10 +85,12 @@ public:
     }
     void store_act(float* act, std::int64_t width, std::int64_t c0, std::int64_t row,
                    Workspace& ws) const override {
-        assert(c0 % static_cast<std::int64_t>(kGgmlBlock) == 0);
-        quantize_act_row(act, static_cast<std::size_t>(width),
-                         x_row(ws.act_src.data(), row, act_blocks_) +
-                             c0 / static_cast<std::int64_t>(kGgmlBlock));
+        // Gate|up tiles are whole blocks of act wide (the engine's
+        // gate_up_column_multiple), or end at f.
+        assert(c0 % act_.block == 0);
+        quantize_activations(act_.format, act, static_cast<std::size_t>(width),
+                             static_cast<unsigned char*>(act_.row(ws.act_src.data(), row)) +
+                                 static_cast<std::size_t>(c0 / act_.block) * act_.block_bytes);
         // Both forms, whichever engine path the row's tile takes in the down phase.
         if (unpacked_bytes_)
             to_unpacked(act, width,
@@ -95,10 +99,23 @@ public:
     }
 
 private:
-    // Row `row` of a buffer of quantised rows, `blocks` ActBlocks each.
-    static ActBlock* x_row(unsigned char* buffer, std::int64_t row, std::int64_t blocks) {
-        return reinterpret_cast<ActBlock*>(buffer) + row * blocks;
-    }
+    // How one phase's inputs are quantised: the activation blocks of its
+    // weights' format, `width` inputs a row.
+    struct Activations {
+        Activations(GroupedFormat f, std::int64_t width)
+            : format(f),
+              block(block_inputs(f)),
+              block_bytes(act_block_bytes(f)),
+              row_bytes(static_cast<std::size_t>(format_blocks(f, width)) * block_bytes) {}
+        // Row `r` of a buffer of quantised rows.
+        void* row(unsigned char* buffer, std::int64_t r) const {
+            return buffer + static_cast<std::size_t>(r) * row_bytes;
+        }
+        GroupedFormat format;
+        std::int64_t block;
+        std::size_t block_bytes, row_bytes;
+    };
+
     // n activations as the prefill kernels read them, at `to`.
     void to_unpacked(const float* from, std::int64_t n, unsigned char* to) const {
         if (unpacked_bytes_ == 2)
@@ -107,7 +124,7 @@ private:
             std::memcpy(to, from, static_cast<std::size_t>(n) * sizeof(float));
     }
 
-    std::int64_t x_blocks_, act_blocks_;  // ActBlocks per row of x and of act
+    Activations x_, act_;  // x as gate|up reads it, act as down does
     std::size_t unpacked_bytes_;
 };
 
@@ -120,14 +137,14 @@ Precision make_grouped_prefill_precision(Dtype dtype, std::int64_t d, std::int64
     const GroupedPrefill asked = policy.grouped_prefill;
     if (asked == GroupedPrefill::never) return {};
     const MatmulTypes& types = asked == GroupedPrefill::f32 ? f32 : bf16;
-    return {std::make_unique<Grouped>(dtype, d, f, asked == GroupedPrefill::f32 ? 4 : 2),
+    return {std::make_unique<Grouped>(dtype, dtype, d, f, asked == GroupedPrefill::f32 ? 4 : 2),
             make_prefill_engine(
                 dtype, types,
                 asked == GroupedPrefill::automatic ? KernelDemand::amx : KernelDemand::any)};
 }
 
-Precision make_grouped_precision(Dtype dtype, std::int64_t d, std::int64_t f) {
-    return {std::make_unique<Grouped>(dtype, d, f, 0), make_grouped_engine(dtype)};
+Precision make_grouped_precision(Dtype gate_up, Dtype down, std::int64_t d, std::int64_t f) {
+    return {std::make_unique<Grouped>(gate_up, down, d, f, 0), make_grouped_engine(gate_up, down)};
 }
 
 }  // namespace swiglu::detail

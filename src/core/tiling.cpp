@@ -16,19 +16,19 @@ int bucket_of(std::int64_t height, int min_bucket) {
 }  // namespace
 
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
-                          std::int64_t tile_bytes) {
-    constexpr std::int64_t kBlock = 64;
+                          std::int64_t tile_bytes, std::int64_t multiple) {
     std::int64_t wanted = std::max<std::int64_t>(
         1, ceil_div(columns * bytes_per_column, std::max<std::int64_t>(1, tile_bytes)));
     if (wanted > 1 && wanted < 8 && wanted % 2 == 1) ++wanted;  // an even count (tiling.hpp)
-    return fixed_width_tiles(columns, ceil_div(ceil_div(columns, wanted), kBlock) * kBlock);
+    return fixed_width_tiles(columns, ceil_div(ceil_div(columns, wanted), multiple) * multiple);
 }
 
-ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached) {
-    const ColumnTiling t = plan_columns(columns, bytes_per_column);
+ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached,
+                                std::int64_t multiple) {
+    const ColumnTiling t = plan_columns(columns, bytes_per_column, std::int64_t{1} << 20, multiple);
     const std::int64_t phase_bytes = columns * bytes_per_column;
     if (!cached || t.count > 1 || phase_bytes < kSplitPhaseBytes) return t;
-    return plan_columns(columns, bytes_per_column, ceil_div(phase_bytes, 2));
+    return plan_columns(columns, bytes_per_column, ceil_div(phase_bytes, 2), multiple);
 }
 
 bool weights_stream_from_dram(std::int64_t weight_bytes) {

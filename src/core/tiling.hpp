@@ -39,8 +39,11 @@ static_assert(fixed_width_tiles(341, 256).tail == 85 && fixed_width_tiles(7, 96)
 // odd count left one of 2 cores idle for a tile's time (cyber f32's gate|up,
 // 3 -> 4 tiles: 1.03-1.15x at 1 and 8 tokens, 0.96-1.03x at 16-32; d = 768,
 // f = 2048 bf16's down, 3 -> 4: 1.0-1.2x at 1-8 tokens).
+// `multiple`: tile widths are multiples of it (64, or a K-quant block
+// format's 256 where act is quantised per block of 256 in the gate|up tile).
 ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
-                          std::int64_t tile_bytes = std::int64_t{1} << 20);
+                          std::int64_t tile_bytes = std::int64_t{1} << 20,
+                          std::int64_t multiple = 64);
 
 // A phase's tiles as plan_columns cuts them, but in a block whose weights
 // stay in cache (`cached`: !weights_stream_from_dram) a phase of
@@ -52,7 +55,8 @@ ColumnTiling plan_columns(std::int64_t columns, std::int64_t bytes_per_column,
 // are too small: in halves int8 and bf16 ran 1.1-2x slower
 // (docs/measurements.md). The same tiles for any thread count.
 inline constexpr std::int64_t kSplitPhaseBytes = std::int64_t{384} << 10;
-ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached);
+ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached,
+                                std::int64_t multiple = 64);
 
 // Row tiles: primitives exist for heights 4, 8, 16, 32, 64 only (a handful
 // serve every token count). Rows are cut into 64-row tiles, then smaller

@@ -66,23 +66,23 @@ constexpr FormatTraits kTable[] = {
      NumericsKind::grouped, Activation::q8_0_blocks, GroupedFormat::q4_0,
      &decode_blocks<BlockQ4_0, kGgmlBlock, dequantize_row_q4_0>,
      &quantize_blocks<BlockQ4_0, quantize_row_q4_0>, "GGUF's blocks of 32: 4.5 bits per weight"},
-    // GGUF's K-quants: read exactly and converted to the chosen dtype at load
-    // (storage only until they have kernels of their own).
-    {Format::q4_k, "q4_k", "Q4_K", 256, sizeof(BlockQ4K), 12, false, false, Dtype::f32,
-     NumericsKind::none, Activation::f32, GroupedFormat::q8_0,
+    // GGUF's K-quants: super-blocks of 256 on our K-quant kernels
+    // (kernels/kquant_gemm.hpp), x and act in llama.cpp's Q8_K blocks.
+    {Format::q4_k, "q4_k", "Q4_K", 256, sizeof(BlockQ4K), 12, false, true, Dtype::q4_k,
+     NumericsKind::grouped, Activation::q8_k_blocks, GroupedFormat::q4_k,
      &decode_blocks<BlockQ4K, kSuperBlock, dequantize_row_k<BlockQ4K>>,
      &quantize_blocks<BlockQ4K, quantize_row_k<BlockQ4K>>,
-     "GGUF's super-blocks of 256: 4.5 bits per weight, read exactly (storage only)"},
-    {Format::q5_k, "q5_k", "Q5_K", 256, sizeof(BlockQ5K), 13, false, false, Dtype::f32,
-     NumericsKind::none, Activation::f32, GroupedFormat::q8_0,
+     "GGUF's super-blocks of 256: 4.5 bits per weight"},
+    {Format::q5_k, "q5_k", "Q5_K", 256, sizeof(BlockQ5K), 13, false, true, Dtype::q5_k,
+     NumericsKind::grouped, Activation::q8_k_blocks, GroupedFormat::q5_k,
      &decode_blocks<BlockQ5K, kSuperBlock, dequantize_row_k<BlockQ5K>>,
      &quantize_blocks<BlockQ5K, quantize_row_k<BlockQ5K>>,
-     "GGUF's super-blocks of 256: 5.5 bits per weight, read exactly (storage only)"},
-    {Format::q6_k, "q6_k", "Q6_K", 256, sizeof(BlockQ6K), 14, false, false, Dtype::f32,
-     NumericsKind::none, Activation::f32, GroupedFormat::q8_0,
+     "GGUF's super-blocks of 256: 5.5 bits per weight"},
+    {Format::q6_k, "q6_k", "Q6_K", 256, sizeof(BlockQ6K), 14, false, true, Dtype::q6_k,
+     NumericsKind::grouped, Activation::q8_k_blocks, GroupedFormat::q6_k,
      &decode_blocks<BlockQ6K, kSuperBlock, dequantize_row_k<BlockQ6K>>,
      &quantize_blocks<BlockQ6K, quantize_row_k<BlockQ6K>>,
-     "GGUF's super-blocks of 256: 6.5625 bits per weight, read exactly (storage only)"},
+     "GGUF's super-blocks of 256: 6.5625 bits per weight"},
 };
 static_assert(sizeof(kTable) / sizeof(kTable[0]) == kFormatCount, "a row per Format");
 

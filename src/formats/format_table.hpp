@@ -45,6 +45,7 @@ enum class Activation : std::uint8_t {
     bf16,         // rounded to bf16 (nearest even)
     s8_per_row,   // s8 with one f32 scale per token row
     q8_0_blocks,  // s8 in blocks of 32 with an f32 scale each (kernels/act_block.hpp)
+    q8_k_blocks,  // s8 in blocks of 256 with an f32 scale and sums of 16 (ActBlockK)
 };
 
 // Decodes `n` values (a whole number of blocks) from `bytes`, which need not
@@ -66,9 +67,10 @@ struct FormatTraits {
     Dtype dtype;
     NumericsKind numerics;
     Activation activation;
-    // Its kernels: for NumericsKind::grouped, its entry in each ISA's grouped
-    // kernels (kernels/grouped_gemm.hpp); the other families have one
-    // kernel set for all their formats.
+    // Its kernels: for NumericsKind::grouped, its layout and its entry in
+    // each ISA's grouped (kernels/grouped_gemm.hpp) or K-quant kernels
+    // (kernels/kquant_gemm.hpp); the other families have one kernel set for
+    // all their formats.
     GroupedFormat grouped;
     DecodeFn decode;      // nullptr: never stored
     QuantizeFn quantize;  // nullptr: not a block format of its own (element types convert)

@@ -2,8 +2,12 @@
 // it. Load time (placing) or O(tokens x width) per call (activations).
 #include "kernels/grouped_layout.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
+
+#include "kernels/convert.hpp"
+#include "kernels/kquant_layout.hpp"
 
 namespace swiglu::detail {
 
@@ -57,8 +61,34 @@ void place_column(const BlockQ4_0* blocks, std::int64_t k, std::int64_t column,
     }
 }
 
+namespace {
+
+std::size_t stored_block_bytes(GroupedFormat format) {
+    switch (format) {
+        case GroupedFormat::q8_0: return sizeof(BlockQ8_0);
+        case GroupedFormat::q4_0: return sizeof(BlockQ4_0);
+        case GroupedFormat::q4_k: return sizeof(BlockQ4K);
+        case GroupedFormat::q5_k: return sizeof(BlockQ5K);
+        case GroupedFormat::q6_k: return sizeof(BlockQ6K);
+    }
+    return 0;
+}
+
+// A column's super-blocks, stored as GGUF holds them, into the tile.
+void place_k_column(GroupedFormat format, const unsigned char* blocks, std::int64_t k,
+                    std::int64_t column, std::uint8_t* tile) {
+    KSuperBlockInts ints;
+    for (std::size_t b = 0; b < static_cast<std::size_t>(format_blocks(format, k)); ++b) {
+        k_super_block(format, blocks + b * stored_block_bytes(format), ints);
+        place_k_super_block(format, ints, k, column, b, tile);
+    }
+}
+
+}  // namespace
+
 void place_stored_column(GroupedFormat format, const unsigned char* blocks, std::int64_t k,
                          std::int64_t column, std::uint8_t* tile) {
+    if (is_k_format(format)) return place_k_column(format, blocks, k, column, tile);
     // Copied out first: the file's blocks need not be aligned for the structs.
     const std::size_t nb = ggml_blocks(static_cast<std::size_t>(k));
     if (format == GroupedFormat::q8_0) {
@@ -77,6 +107,30 @@ void pack_grouped_tile(GroupedFormat format, const float* plain, std::int64_t k,
     std::memset(tile, 0, grouped_tile_bytes(format, k, n));
     const std::size_t nb = ggml_blocks(static_cast<std::size_t>(k));
     std::vector<float> column(static_cast<std::size_t>(k));
+    if (is_k_format(format)) {
+        // Quantised into GGUF's super-blocks, then placed as stored ones are.
+        const auto blocks = static_cast<std::size_t>(format_blocks(format, k));
+        std::vector<unsigned char> stored(blocks * stored_block_bytes(format));
+        for (std::int64_t c = 0; c < n; ++c) {
+            for (std::int64_t i = 0; i < k; ++i)
+                column[static_cast<std::size_t>(i)] = plain[i * n + c];
+            switch (format) {
+                case GroupedFormat::q5_k:
+                    quantize_row_k(column.data(), column.size(),
+                                   reinterpret_cast<BlockQ5K*>(stored.data()));
+                    break;
+                case GroupedFormat::q6_k:
+                    quantize_row_k(column.data(), column.size(),
+                                   reinterpret_cast<BlockQ6K*>(stored.data()));
+                    break;
+                default:
+                    quantize_row_k(column.data(), column.size(),
+                                   reinterpret_cast<BlockQ4K*>(stored.data()));
+            }
+            place_k_column(format, stored.data(), k, c, tile);
+        }
+        return;
+    }
     std::vector<BlockQ8_0> q8(format == GroupedFormat::q8_0 ? nb : 0);
     std::vector<BlockQ4_0> q4(format == GroupedFormat::q4_0 ? nb : 0);
     for (std::int64_t c = 0; c < n; ++c) {
@@ -89,6 +143,28 @@ void pack_grouped_tile(GroupedFormat format, const float* plain, std::int64_t k,
             place_column(q4.data(), k, c, tile);
         }
     }
+}
+
+void quantize_act_row_k(const float* x, std::size_t n, ActBlockK* out) noexcept {
+    constexpr std::size_t kValues = kActBlockKValues;
+    for (std::size_t b = 0; b * kValues < n; ++b) {
+        const std::size_t count = std::min(kValues, n - b * kValues);
+        ActBlockK& block = out[b];
+        block.d = quantize_row(x + b * kValues, block.qs, count);
+        std::memset(block.qs + count, 0, kValues - count);
+        for (std::size_t g = 0; g < kValues / 16; ++g) {
+            int sum = 0;
+            for (std::size_t i = 0; i < 16; ++i) sum += block.qs[16 * g + i];
+            block.bsums[g] = static_cast<std::int16_t>(sum);
+        }
+    }
+}
+
+void quantize_activations(GroupedFormat format, const float* x, std::size_t n, void* out) noexcept {
+    if (is_k_format(format))
+        quantize_act_row_k(x, n, static_cast<ActBlockK*>(out));
+    else
+        quantize_act_row(x, n, static_cast<ActBlock*>(out));
 }
 
 }  // namespace swiglu::detail

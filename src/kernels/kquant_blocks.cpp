@@ -347,6 +347,47 @@ void dequantize_row_k(const Block* blocks, std::size_t n, float* out) noexcept {
     }
 }
 
+namespace {
+
+void scale_min_ints(const ScaleMinHead& head, KSuperBlockInts& out) {
+    out.d = head.d;
+    out.dmin = head.dmin;
+    for (int j = 0; j < kSubs; ++j) {
+        std::uint8_t sc, m;
+        unpack_scale_min(head.scales, j, sc, m);
+        out.scale[j] = sc;
+        out.min[j] = m;
+    }
+    std::fill(out.scale + kSubs, out.scale + 16, std::int16_t(0));
+}
+
+}  // namespace
+
+void super_block_ints(const BlockQ4K& b, KSuperBlockInts& out) noexcept {
+    scale_min_ints(b.head, out);
+    for (int i = 0; i < int(kSuperBlock); ++i)
+        out.q[i] = std::uint8_t((b.qs[nibble_byte(i)] >> nibble_shift(i)) & 0xF);
+}
+
+void super_block_ints(const BlockQ5K& b, KSuperBlockInts& out) noexcept {
+    scale_min_ints(b.head, out);
+    for (int i = 0; i < int(kSuperBlock); ++i)
+        out.q[i] = std::uint8_t(((b.qs[nibble_byte(i)] >> nibble_shift(i)) & 0xF) +
+                                ((b.qh[i % kSub] >> (i / kSub)) & 1) * 16);
+}
+
+void super_block_ints(const BlockQ6K& b, KSuperBlockInts& out) noexcept {
+    out.d = b.d;
+    out.dmin = 0;
+    for (int j = 0; j < kSubs6; ++j) out.scale[j] = b.scales[j];
+    std::fill(out.min, out.min + 8, std::uint8_t(0));
+    for (int i = 0; i < int(kSuperBlock); ++i) {
+        const Q6Place p = q6_place(i);
+        out.q[i] = std::uint8_t(((b.ql[p.ql] >> p.ql_shift) & 0xF) |
+                                (((b.qh[p.qh] >> p.qh_shift) & 3) << 4));
+    }
+}
+
 void unpack_scale_min(const std::uint8_t* scales, int j, std::uint8_t& sc,
                       std::uint8_t& m) noexcept {
     if (j < 4) {

@@ -74,6 +74,20 @@ static_assert(sizeof(BlockQ4K) == 144 && sizeof(BlockQ5K) == 176 && sizeof(Block
 // Super-blocks of one row of n values (the last one padded with zeros).
 constexpr std::size_t super_blocks(std::size_t n) { return (n + kSuperBlock - 1) / kSuperBlock; }
 
+// One super-block as integers, as our kernels' layout holds it
+// (kquant_layout.hpp): each value's q (0..15, 0..31 or 0..63), the
+// sub-block scales (Q4_K, Q5_K: 8 of 32 values, 0..63; Q6_K: 16 of 16,
+// s8) and mins (Q4_K, Q5_K: 0..63), the f16 bits of d and dmin (Q6_K: 0).
+struct KSuperBlockInts {
+    std::uint8_t q[kSuperBlock];
+    std::int16_t scale[16];
+    std::uint8_t min[8];
+    std::uint16_t d, dmin;
+};
+void super_block_ints(const BlockQ4K& b, KSuperBlockInts& out) noexcept;
+void super_block_ints(const BlockQ5K& b, KSuperBlockInts& out) noexcept;
+void super_block_ints(const BlockQ6K& b, KSuperBlockInts& out) noexcept;
+
 // Sub-block j's (0..7) 6-bit scale and min from a packed 12-byte field.
 void unpack_scale_min(const std::uint8_t* scales, int j, std::uint8_t& sc,
                       std::uint8_t& m) noexcept;

@@ -1,4 +1,5 @@
-// bf16, int8, q8_0 and q4_0 blocks. Each is checked twice against fp64:
+// bf16, int8, q8_0, q4_0 and the K-quant blocks (q4_k, q5_k, q6_k, and
+// Q4_K_M's mix: gate|up q4_k, down q6_k). Each is checked twice against fp64:
 //  - against a reference that rounds or quantises exactly where the library
 //    does (x, the weights, act): a tight bound, so a wrong tile, scale or
 //    rounding shows up;
@@ -10,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +22,7 @@
 #include "dtypes.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/ggml_blocks.hpp"
+#include "formats/format_table.hpp"
 #include "kernels/grouped_layout.hpp"
 #include "kernels/panel_gemm.hpp"
 #include "panels_off.hpp"
@@ -30,22 +33,40 @@ using swiglu::test::RandomBlock;
 
 namespace {
 
-bool grouped(Dtype dtype) { return dtype == Dtype::q8_0 || dtype == Dtype::q4_0; }
+bool grouped(Dtype dtype) { return is_block_dtype(dtype); }
+bool k_quant(Dtype dtype) { return detail::traits(dtype).block == 256; }
 
-// One weight column as GGUF's blocks hold it (ggml's reference rounding).
+// One weight column as GGUF's blocks hold it (ggml's reference rounding):
+// the format table's quantiser, then its decoder.
 void ggml_round_trip(Dtype dtype, std::vector<float>& column) {
-    const std::size_t nb = detail::ggml_blocks(column.size());
-    std::vector<float> padded(nb * detail::kGgmlBlock);
-    if (dtype == Dtype::q8_0) {
-        std::vector<detail::BlockQ8_0> q(nb);
-        detail::quantize_row_q8_0(column.data(), column.size(), q.data());
-        detail::dequantize_row_q8_0(q.data(), padded.size(), padded.data());
-    } else {
-        std::vector<detail::BlockQ4_0> q(nb);
-        detail::quantize_row_q4_0(column.data(), column.size(), q.data());
-        detail::dequantize_row_q4_0(q.data(), padded.size(), padded.data());
-    }
+    const detail::FormatTraits& t = detail::traits(dtype);
+    std::vector<unsigned char> blocks(detail::row_bytes(t, std::int64_t(column.size())));
+    t.quantize(column.data(), column.size(), blocks.data());
+    std::vector<float> padded(blocks.size() / t.block_bytes * std::size_t(t.block));
+    t.decode(blocks.data(), padded.size(), padded.data());
     std::copy_n(padded.begin(), column.size(), column.begin());
+}
+
+// A row of activations as llama.cpp quantises it for the K-quants (ggml's
+// quantize_row_q8_K_ref: per 256, iscale = -127 / the value of largest
+// magnitude, q = nearest_int(iscale x), ties to even, capped at 127, d = 1 / iscale),
+// dequantised.
+void ggml_q8_k_round_trip(std::vector<float>& row) {
+    for (std::size_t b = 0; b < row.size(); b += 256) {
+        const std::size_t n = std::min<std::size_t>(256, row.size() - b);
+        float max = 0, amax = 0;
+        for (std::size_t j = 0; j < n; ++j)
+            if (std::fabs(row[b + j]) > amax) {
+                amax = std::fabs(row[b + j]);
+                max = row[b + j];
+            }
+        if (amax == 0) continue;
+        const float iscale = -127.f / max;
+        for (std::size_t j = 0; j < n; ++j) {
+            const int q = std::min(127, int(std::nearbyint(iscale * row[b + j])));
+            row[b + j] = float(double(q) * double(1 / iscale));
+        }
+    }
 }
 
 // The block as the library computes it in `dtype`, in double: operands
@@ -58,14 +79,19 @@ void ggml_round_trip(Dtype dtype, std::vector<float>& column) {
 //              llama.cpp user gets from the same weights;
 //   f32, bf16  as the prefill path reads them (bf16: the weights too).
 enum class Acts { quantised, as_ggml, f32, bf16 };
+// `down`: down's format where it differs (block formats only).
 std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t tokens,
-                                  const RandomBlock& b, Dtype dtype, Acts acts = Acts::quantised) {
+                                  const RandomBlock& b, Dtype gate_up_dtype,
+                                  Acts acts = Acts::quantised,
+                                  std::optional<Dtype> down = std::nullopt) {
     const bool as_ggml = acts == Acts::as_ggml;
+    const Dtype dtypes[3] = {gate_up_dtype, gate_up_dtype, down.value_or(gate_up_dtype)};
     const std::int64_t d = b.d, f = b.f;
     const WeightView views[3] = {b.gate_view(), b.up_view(), b.down_view()};
     // Effective weights W[in][out] of each matrix, after rounding.
     std::vector<double> w[3];
     for (int m = 0; m < 3; ++m) {
+        const Dtype dtype = dtypes[m];
         const std::int64_t in = views[m].in_features(), out = views[m].out_features();
         w[m].resize(static_cast<std::size_t>(in * out));
         for (std::int64_t o = 0; o < out; ++o) {
@@ -87,8 +113,8 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
             }
         }
     }
-    // Rounds one row of activations the way the matmul will read it.
-    auto lower = [&](std::vector<float>& row) {
+    // Rounds one row of activations the way the matmul of `dtype` will read it.
+    auto lower = [&](std::vector<float>& row, Dtype dtype) {
         if (dtype == Dtype::int8) {
             std::vector<std::int8_t> q(row.size());
             const float s = detail::quantize_row(row.data(), q.data(), row.size());
@@ -97,6 +123,13 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
             return;
         } else if (grouped(dtype) && acts == Acts::bf16) {
             for (float& v : row) v = detail::round_to_bf16(v);
+        } else if (k_quant(dtype) && as_ggml) {
+            ggml_q8_k_round_trip(row);
+        } else if (k_quant(dtype)) {
+            std::vector<detail::ActBlockK> q((row.size() + 255) / 256);
+            detail::quantize_act_row_k(row.data(), row.size(), q.data());
+            for (std::size_t i = 0; i < row.size(); ++i)
+                row[i] = float(double(q[i / 256].qs[i % 256]) * q[i / 256].d);
         } else if (grouped(dtype) && as_ggml) {
             std::vector<detail::BlockQ8_0> q(detail::ggml_blocks(row.size()));
             detail::quantize_row_q8_0(row.data(), row.size(), q.data());
@@ -117,7 +150,7 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
     std::vector<double> y(static_cast<std::size_t>(tokens * d));
     for (std::int64_t t = 0; t < tokens; ++t) {
         std::vector<float> xr(x.begin() + t * d, x.begin() + (t + 1) * d);
-        lower(xr);
+        lower(xr, dtypes[0]);
         std::vector<float> act(static_cast<std::size_t>(f));
         for (std::int64_t j = 0; j < f; ++j) {
             double g = 0, u = 0;
@@ -127,7 +160,7 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
             }
             act[j] = float(test::silu(g) * u);
         }
-        lower(act);
+        lower(act, dtypes[2]);
         for (std::int64_t o = 0; o < d; ++o) {
             double s = 0;
             for (std::int64_t j = 0; j < f; ++j) s += act[j] * w[2][j * d + o];
@@ -181,26 +214,40 @@ constexpr double kQ8_0Format = 2e-2;
 constexpr double kQ4_0Format = 0.3;
 // Both are also checked against llama.cpp's numerics on the same weights
 // (activations as ggml's Q8_0 blocks): see check_dtype.
+//  The K-quants vs fp64: the weights' rounding dominates (ggml's reference
+//  quantisers, super-blocks of 256 with 6-bit sub-block scales); measured
+//  MEASURED_K.
+constexpr double kQ4_KFormat = 0.3;
+constexpr double kQ5_KFormat = 0.3;
+constexpr double kQ6_KFormat = 0.3;
 
 void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
-                 const BuildPolicy& policy = {}) {
+                 const BuildPolicy& policy = {}, std::optional<Dtype> down = std::nullopt) {
     double worst_sim = 0, worst_format = 0, ours_total = 0, ggml_total = 0, weights_total = 0;
+    // The K-quants: our error and llama.cpp's against fp64 on the
+    // dequantised weights (what the activations' quantisation costs).
+    double ours_vs_weights = 0, ggml_vs_weights = 0;
+    Options options{2, dtype, policy};
+    options.down_dtype = down;
+    const std::string name =
+        std::string(dtype_name(dtype)) + (down ? std::string("+") + dtype_name(*down) : "");
     for (const Shape& s : kShapes) {
         CAPTURE(s.d);
         CAPTURE(s.f);
         CAPTURE(s.tokens);
         for (Layout layout : {Layout::out_in, Layout::in_out}) {
             RandomBlock b(s.d, s.f, layout, static_cast<unsigned>(s.d * 31 + s.f));
-            Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), Options{2, dtype, policy});
+            Ffn ffn(b.gate_view(), b.up_view(), b.down_view(), options);
             const auto x = test::random_input(s.tokens, s.d, 77);
             std::vector<float> y(x.size());
             ffn.forward(x.data(), y.data(), s.tokens);
-            const double sim = test::relative_error(y, simulated_ffn(x, s.tokens, b, dtype));
+            const double sim = test::relative_error(
+                y, simulated_ffn(x, s.tokens, b, dtype, Acts::quantised, down));
             const double format = test::relative_error(
                 y,
                 test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(), b.down_view()));
             if (grouped(dtype)) {
-                const auto as_ggml = simulated_ffn(x, s.tokens, b, dtype, Acts::as_ggml);
+                const auto as_ggml = simulated_ffn(x, s.tokens, b, dtype, Acts::as_ggml, down);
                 const double ggml =
                     test::relative_error(std::vector<float>(as_ggml.begin(), as_ggml.end()),
                                          test::reference_ffn(x.data(), s.tokens, b.gate_view(),
@@ -215,11 +262,14 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
                 ggml_total += ggml;
                 // What the weights alone cost (activations unrounded, as
                 // the f32 prefill path runs them): the rest is x and act.
-                const auto weights_only = simulated_ffn(x, s.tokens, b, dtype, Acts::f32);
+                const auto weights_only = simulated_ffn(x, s.tokens, b, dtype, Acts::f32, down);
                 weights_total += test::relative_error(
                     std::vector<float>(weights_only.begin(), weights_only.end()),
                     test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(),
                                         b.down_view()));
+                ours_vs_weights += test::relative_error(y, weights_only);
+                ggml_vs_weights += test::relative_error(
+                    std::vector<float>(as_ggml.begin(), as_ggml.end()), weights_only);
             }
             CHECK(sim <= simulated_bound);
             CHECK(format <= format_bound);
@@ -227,12 +277,17 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
             worst_format = std::max(worst_format, format);
         }
     }
-    MESSAGE(std::string(dtype_name(dtype)), ": worst error vs simulation ", worst_sim, ", vs fp64 ",
-            worst_format);
+    MESSAGE(name, ": worst error vs simulation ", worst_sim, ", vs fp64 ", worst_format);
     if (grouped(dtype)) {
         MESSAGE("summed over the shapes: ours ", ours_total, ", llama.cpp's numerics ", ggml_total,
-                ", the weights alone ", weights_total);
+                ", the weights alone ", weights_total, "; against fp64 on the dequantised "
+                "weights: ours ", ours_vs_weights, ", llama.cpp's ", ggml_vs_weights);
         CHECK(ours_total <= ggml_total * 1.005);
+        // The issue's bound for the K-quants: what quantising x and act
+        // costs us, at most 1.05x what it costs llama.cpp (Q8_K) on the
+        // same weights; the same Q8_K-style blocks, but f32 scales and
+        // ties to even where ggml keeps a reciprocal.
+        if (k_quant(dtype)) CHECK(ours_vs_weights <= 1.05 * ggml_vs_weights);
     }
 }
 
@@ -267,6 +322,42 @@ TEST_CASE("q8_0 matches its simulation tightly and fp64 within the format's erro
 
 TEST_CASE("q4_0 matches its simulation tightly and fp64 within the format's error") {
     check_dtype(Dtype::q4_0, kGroupedSimulated, kQ4_0Format);
+}
+
+TEST_CASE("q4_k matches its simulation tightly and fp64 within the format's error") {
+    check_dtype(Dtype::q4_k, kGroupedSimulated, kQ4_KFormat);
+}
+
+TEST_CASE("q5_k matches its simulation tightly and fp64 within the format's error") {
+    check_dtype(Dtype::q5_k, kGroupedSimulated, kQ5_KFormat);
+}
+
+TEST_CASE("q6_k matches its simulation tightly and fp64 within the format's error") {
+    check_dtype(Dtype::q6_k, kGroupedSimulated, kQ6_KFormat);
+}
+
+TEST_CASE("Q4_K_M's mix (gate|up q4_k, down q6_k) matches its simulation and fp64") {
+    check_dtype(Dtype::q4_k, kGroupedSimulated, kQ4_KFormat, {}, Dtype::q6_k);
+}
+
+TEST_CASE("a block mixes block formats across its phases only") {
+    // q4_0 gate|up with q6_k down: each phase quantises its inputs for its
+    // own weights (blocks of 32 and of 256).
+    check_dtype(Dtype::q4_0, kGroupedSimulated, kQ4_0Format, {}, Dtype::q6_k);
+    RandomBlock b(7, 13, Layout::out_in, 1);
+    Options options{1, Dtype::f32};
+    options.down_dtype = Dtype::q4_k;
+    CHECK_THROWS_WITH_AS(Ffn(b.gate_view(), b.up_view(), b.down_view(), options),
+                         doctest::Contains("only among the block formats"), Error);
+    options.dtype = Dtype::q4_k;
+    options.down_dtype = static_cast<Dtype>(99);
+    CHECK_THROWS_WITH_AS(Ffn(b.gate_view(), b.up_view(), b.down_view(), options),
+                         doctest::Contains("options.down_dtype"), Error);
+    options.down_dtype = Dtype::q6_k;
+    const Implementation impl = Ffn(b.gate_view(), b.up_view(), b.down_view(), options).implementation();
+    CHECK(impl.dtype == Dtype::q4_k);
+    CHECK(impl.down_dtype == Dtype::q6_k);
+    MESSAGE("q4_k_m runs ", impl.matmul);
 }
 
 TEST_CASE(
@@ -381,11 +472,12 @@ TEST_CASE("reduced precision: known values and what runs") {
 }
 
 TEST_CASE(
-    "quantised dtypes (int8, q8_0, q4_0): a token holding NaN or inf gives NaN outputs for that "
+    "quantised dtypes (int8, q8_0, q4_0, K-quants): a token holding NaN or inf gives NaN outputs "
+    "for that "
     "token only") {
     // Quantising a block (a token, for int8) with a non-finite value gives
     // it a NaN scale: inf becomes NaN, never a finite number.
-    for (Dtype dtype : {Dtype::int8, Dtype::q8_0, Dtype::q4_0}) {
+    for (Dtype dtype : {Dtype::int8, Dtype::q8_0, Dtype::q4_0, Dtype::q4_k, Dtype::q5_k, Dtype::q6_k}) {
         if (dtype == Dtype::int8 && !test::int8_supported()) continue;
         CAPTURE(dtype_name(dtype));
         RandomBlock b(13, 29, Layout::out_in, 2);
@@ -411,7 +503,7 @@ TEST_CASE("int8 is refused, not computed wrong, where oneDNN has no VNNI kernel"
 TEST_CASE("options.dtype is validated") {
     RandomBlock b(7, 13, Layout::out_in, 1);
     CHECK_THROWS_WITH_AS(
-        Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, static_cast<Dtype>(7)}),
+        Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, static_cast<Dtype>(99)}),
         doctest::Contains("options.dtype"), Error);
 }
 

@@ -282,7 +282,17 @@ TEST_CASE("a Q4_K_M-style GGUF file loads exactly and runs in every dtype") {
             load_ffn(path, selector, Options{1, target}).forward(x.data(), direct.data(), 3);
             Ffn(w.gate_view(), w.up_view(), w.down_view(), Options{1, target})
                 .forward(x.data(), copied.data(), 3);
-            CHECK(direct == copied);
+            // A weight stored in the target's own format packs its blocks
+            // unchanged; the copy quantises their decoded values again,
+            // which ggml's quantisers need not give back (Q6_K's does not
+            // always): the same values up to a step of a few weights.
+            bool stored_as_target = false;
+            for (int k = 0; k < 3; ++k)
+                stored_as_target = stored_as_target || traits(mix[n][k]).dtype == target;
+            if (stored_as_target)
+                CHECK(test::relative_error(direct, {copied.begin(), copied.end()}) <= 2e-2);
+            else
+                CHECK(direct == copied);
         }
         test::check_forward(w, blocks[std::size_t(n)], path, selector);
     }

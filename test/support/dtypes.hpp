@@ -8,6 +8,7 @@ namespace swiglu::test {
 
 using swiglu::kDtypes;
 // Those that round the weights, each checked against its own simulation.
-inline constexpr Dtype kReducedDtypes[] = {Dtype::bf16, Dtype::int8, Dtype::q8_0, Dtype::q4_0};
+inline constexpr Dtype kReducedDtypes[] = {Dtype::bf16, Dtype::int8, Dtype::q8_0, Dtype::q4_0,
+                                           Dtype::q4_k, Dtype::q5_k, Dtype::q6_k};
 
 }  // namespace swiglu::test

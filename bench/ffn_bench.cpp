@@ -521,12 +521,10 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
                 if (v.against != dtype)
                     diffs += std::string(" (vs the ") + v.against.name + " baseline)";
             }
-            notes.push_back(
-                std::string(s.name) + " " + dn + ": ffn matmul=" + impl.matmul +
-                (dtype.mixed() ? std::string(" (down ") + swiglu::dtype_name(dtype.down) + ")"
-                               : "") +
-                " activation=" + impl.activation + " threads=" + std::to_string(impl.threads) +
-                "; baseline " + base_impl + "; max rel diff vs baseline " + diffs);
+            notes.push_back(std::string(s.name) + " " + dn + ": ffn matmul=" + impl.matmul +
+                            " activation=" + impl.activation +
+                            " threads=" + std::to_string(impl.threads) + "; baseline " + base_impl +
+                            "; max rel diff vs baseline " + diffs);
         });
     } catch (const std::exception& e) {
         std::fprintf(stderr, "swiglu_bench --profile: %s\n", e.what());

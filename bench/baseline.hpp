@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_dtypes.hpp"
 #include "swiglu/swiglu.hpp"
 #include "weights.hpp"
 

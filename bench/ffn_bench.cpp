@@ -40,6 +40,7 @@
 #include "ffn_bench.hpp"
 
 #include "baseline.hpp"
+#include "bench_dtypes.hpp"
 #include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
 #include "roofline.hpp"
@@ -246,7 +247,7 @@ void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int
                   const BenchDtype& dtype, double ns) {
     st.counters["ns_per_call"] = ns;
     st.counters["GFLOPs"] = s.flops(tokens) / ns;
-    st.counters["GBs"] = s.weight_bytes(dtype) / ns;
+    st.counters["GBs"] = weight_bytes(s, dtype) / ns;
     st.counters["roofline_pct"] = 100.0 * roofline(s, tokens, threads, dtype).seconds() * 1e9 / ns;
     if (dtype.dtype == Dtype::int8 || dtype.grouped())
         st.counters["pct_of_bf16_peak"] = pct_of_bf16_peak(s, tokens, threads, ns);
@@ -510,7 +511,7 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
                     "%-8s %-6s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s "
                     "%s\n",
                     s.name, dn, (long long)m, threads, t_ffn * 1e3, 50 * pt.a.spread(),
-                    s.flops(m) / t_ffn * 1e-9, s.weight_bytes(dtype) / t_ffn * 1e-9,
+                    s.flops(m) / t_ffn * 1e-9, weight_bytes(s, dtype) / t_ffn * 1e-9,
                     100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm,
                     fixed1(pt.others).c_str(), flags.c_str());
                 std::fflush(stdout);
@@ -583,7 +584,7 @@ int run_ridge(bool quick, const std::vector<BenchDtype>& dtypes) {
                     "%-8s %-6s %3lld %3d %9.4g %5.0f %9.1f %8.1f %8.1f %9.4g %9.4g %9.4g %-7s "
                     "%5.0f%% %6s %s\n",
                     s.name, dn, (long long)m, threads, t * 1e3, 50 * pt.a.spread(),
-                    s.flops(m) / t * 1e-9, s.weight_bytes(dtype) / t * 1e-9, lim.read_gbs,
+                    s.flops(m) / t * 1e-9, weight_bytes(s, dtype) / t * 1e-9, lim.read_gbs,
                     lim.bytes_s * 1e3, lim.flops_s * 1e3, lim.seconds() * 1e3, lim.bound(),
                     100.0 * lim.seconds() / t, fixed1(pt.others).c_str(), flags.c_str());
                 std::fflush(stdout);

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "shapes.hpp"
+#include "bench_dtypes.hpp"
 #include "swiglu/swiglu.hpp"
 
 namespace swiglu_bench {

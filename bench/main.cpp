@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "backward_bench.hpp"
+#include "bench_dtypes.hpp"
 #include "ffn_bench.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"

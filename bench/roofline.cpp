@@ -8,7 +8,7 @@ namespace swiglu_bench {
 Limit roofline(const Shape& s, std::int64_t tokens, int threads, const BenchDtype& bd) {
     const MachineProbe& p = machine();
     Limit l;
-    const double bytes = s.weight_bytes(bd);
+    const double bytes = weight_bytes(s, bd);
     const double resident = resident_read_gbs(bytes, threads);
     l.read_gbs = resident > 0 ? resident : p.dram(threads);
     const double peak = p.peak(threads, bd.dtype);

@@ -38,6 +38,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_dtypes.hpp"
 #include "formats/format_table.hpp"
 #include "interleaved_timing.hpp"
 #include "shapes.hpp"
@@ -465,9 +466,9 @@ int run_entry(const Backend& be, const Args& args, const Shape& base, const Benc
             char ours_gbs[32] = "", ggml_gbs[32] = "";
             if (m == 1) {
                 std::snprintf(ours_gbs, sizeof ours_gbs, "%.1f",
-                              shape.weight_bytes(bd) / r.a.median * 1e-9);
+                              swiglu_bench::weight_bytes(shape, bd) / r.a.median * 1e-9);
                 std::snprintf(ggml_gbs, sizeof ggml_gbs, "%.1f",
-                              shape.weight_bytes(bd) / r.b.median * 1e-9);
+                              swiglu_bench::weight_bytes(shape, bd) / r.b.median * 1e-9);
             }
             std::printf(
                 "| %s | %lld | %lld | %s | %lld | %d | %.4g | %.4g | %.2f | %s | %s | %.1e | %s | "

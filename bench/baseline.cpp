@@ -90,7 +90,7 @@ Baseline::Baseline(const ShapeWeights& w, const BenchDtype& bench_dtype, std::in
       f_(w.shape.f),
       threads_(std::max(1, threads)) {
     omp_set_num_threads(threads_);
-    const swiglu::Dtype dtype = dtype_;
+    const swiglu::Dtype dtype = dtype_;  // gate's: it picks the matmuls' types
     auto& eng = cpu_engine();
     stream_ = dnnl::stream(eng);
 

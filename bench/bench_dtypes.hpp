@@ -86,9 +86,10 @@ inline const BenchDtype* find_dtype(const std::string& name) {
     return nullptr;
 }
 
-// The token counts a dtype's rows sweep. The K-quants take fewer: decode,
-// a small batch, the ridge, and two prefills are enough to place them
-// beside q4_0, and each llama7b call of theirs costs as much as q4_0's.
+// The token counts a dtype's rows sweep. The K-quants take five: decode,
+// a small batch, the ridge (16) and two prefills place them beside q4_0,
+// and four entries at q4_0's eight counts would add 32 rows per shape and
+// thread count to a full run.
 inline const std::vector<std::int64_t>& tokens_for(const BenchDtype& bd) {
     static const std::vector<std::int64_t> k_tokens = {1, 4, 16, 128, 512};
     return bd.k_quant() ? k_tokens : all_tokens();

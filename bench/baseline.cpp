@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <memory>
 
 #include "kernels/convert.hpp"
 #include "kernels/f32_silu_mul.hpp"
-#include "kernels/ggml_blocks.hpp"
 #include "kernels/kernel_table.hpp"
 #include "onednn/matmul.hpp"
 
@@ -52,32 +52,28 @@ dt matmul_src_type(swiglu::Dtype dtype) {
     switch (dtype) {
         case swiglu::Dtype::bf16: return dt::bf16;
         case swiglu::Dtype::int8: return dt::s8;
-        case swiglu::Dtype::q8_0:
-        case swiglu::Dtype::q4_0:
-        case swiglu::Dtype::f32: break;
+        default: break;  // f32, and the block formats on their rounded weights
     }
     return dt::f32;
 }
 
-// q8_0, q4_0: the (out, in) weights with each row (an output channel's
-// inputs) rounded through GGUF's blocks, ggml's reference rounding.
+// A block format's (out, in) weights with each row (an output channel's
+// inputs) rounded through GGUF's blocks: quantised and decoded by the
+// format table's functions, ggml's reference rounding (the last block of a
+// row padded with zeros, as the library pads it).
 std::unique_ptr<float[]> ggml_rounded(const float* raw, std::int64_t out, std::int64_t in,
                                       swiglu::Dtype dtype) {
     namespace sd = swiglu::detail;
+    const sd::FormatTraits& t = sd::traits(dtype);
     auto rounded = std::make_unique<float[]>(std::size_t(out) * std::size_t(in));
-    const std::size_t nb = sd::ggml_blocks(std::size_t(in));
-    std::vector<sd::BlockQ8_0> q8(nb);
-    std::vector<sd::BlockQ4_0> q4(nb);
-    std::vector<float> row(nb * sd::kGgmlBlock);
+    const std::size_t blocks = std::size_t((in + t.block - 1) / t.block);
+    // max_align_t units: the quantiser wants its blocks aligned.
+    std::vector<std::max_align_t> bytes((blocks * t.block_bytes + sizeof(std::max_align_t) - 1) /
+                                        sizeof(std::max_align_t));
+    std::vector<float> row(blocks * std::size_t(t.block));
     for (std::int64_t o = 0; o < out; ++o) {
-        const float* w = raw + o * in;
-        if (dtype == swiglu::Dtype::q8_0) {
-            sd::quantize_row_q8_0(w, std::size_t(in), q8.data());
-            sd::dequantize_row_q8_0(q8.data(), row.size(), row.data());
-        } else {
-            sd::quantize_row_q4_0(w, std::size_t(in), q4.data());
-            sd::dequantize_row_q4_0(q4.data(), row.size(), row.data());
-        }
+        t.quantize(raw + o * in, std::size_t(in), bytes.data());
+        t.decode(reinterpret_cast<const unsigned char*>(bytes.data()), row.size(), row.data());
         std::copy_n(row.begin(), in, rounded.get() + o * in);
     }
     return rounded;
@@ -85,10 +81,16 @@ std::unique_ptr<float[]> ggml_rounded(const float* raw, std::int64_t out, std::i
 
 }  // namespace
 
-Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t tokens, int threads,
-                   PackedWeights reuse)
-    : dtype_(dtype), m_(tokens), d_(w.shape.d), f_(w.shape.f), threads_(std::max(1, threads)) {
+Baseline::Baseline(const ShapeWeights& w, const BenchDtype& bench_dtype, std::int64_t tokens,
+                   int threads, PackedWeights reuse)
+    : bench_dtype_(bench_dtype),
+      dtype_(bench_dtype.dtype),
+      m_(tokens),
+      d_(w.shape.d),
+      f_(w.shape.f),
+      threads_(std::max(1, threads)) {
     omp_set_num_threads(threads_);
+    const swiglu::Dtype dtype = dtype_;  // gate's: it picks the matmuls' types
     auto& eng = cpu_engine();
     stream_ = dnnl::stream(eng);
 
@@ -127,7 +129,7 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
 
     // Keep the packed weights only if all three have the wanted dtype and
     // layout; otherwise free them all before packing anew.
-    const bool keep = reuse.gate && reuse.dtype == dtype &&
+    const bool keep = reuse.gate && reuse.dtype == bench_dtype_ &&
                       reuse.gate.get_desc() == up_pd_.weights_desc() &&
                       reuse.up.get_desc() == up_pd_.weights_desc() &&
                       reuse.down.get_desc() == down_pd_.weights_desc();
@@ -135,20 +137,20 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
         packed_ = std::move(reuse);
     } else {
         reuse = PackedWeights{};
-        packed_.dtype = dtype;
-        const bool grouped = dtype == swiglu::Dtype::q8_0 || dtype == swiglu::Dtype::q4_0;
+        packed_.dtype = bench_dtype_;
         std::unique_ptr<float[]> rounded;  // one matrix at a time
-        auto source = [&](const float* raw, std::int64_t out, std::int64_t in) {
-            if (!grouped) return raw;
-            rounded = ggml_rounded(raw, out, in, dtype);
+        auto source = [&](const float* raw, std::int64_t out, std::int64_t in,
+                          swiglu::Dtype format) {
+            if (!is_grouped(format)) return raw;
+            rounded = ggml_rounded(raw, out, in, format);
             return static_cast<const float*>(rounded.get());
         };
-        packed_.gate =
-            pack(source(w.gate.get(), f_, d_), f_, d_, up_pd_.weights_desc(), &packed_.gate_scale);
-        packed_.up =
-            pack(source(w.up.get(), f_, d_), f_, d_, up_pd_.weights_desc(), &packed_.up_scale);
-        packed_.down = pack(source(w.down.get(), d_, f_), d_, f_, down_pd_.weights_desc(),
-                            &packed_.down_scale);
+        packed_.gate = pack(source(w.gate.get(), f_, d_, dtype), f_, d_, up_pd_.weights_desc(),
+                            &packed_.gate_scale);
+        packed_.up = pack(source(w.up.get(), f_, d_, dtype), f_, d_, up_pd_.weights_desc(),
+                          &packed_.up_scale);
+        packed_.down = pack(source(w.down.get(), d_, f_, bench_dtype_.down), d_, f_,
+                            down_pd_.weights_desc(), &packed_.down_scale);
     }
 
     const std::size_t h = std::size_t(m_) * std::size_t(f_);
@@ -161,6 +163,9 @@ Baseline::Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t toke
     switch (dtype) {
         case swiglu::Dtype::q8_0:
         case swiglu::Dtype::q4_0:
+        case swiglu::Dtype::q4_k:
+        case swiglu::Dtype::q5_k:
+        case swiglu::Dtype::q6_k:
         case swiglu::Dtype::f32:
             gate_mem_ = dnnl::memory(up_pd_.dst_desc(), eng, gate_.data());
             up_mem_ = dnnl::memory(up_pd_.dst_desc(), eng, up_.data());
@@ -200,6 +205,9 @@ void Baseline::forward(const float* x, float* y) {
     switch (dtype_) {
         case swiglu::Dtype::q8_0:
         case swiglu::Dtype::q4_0:
+        case swiglu::Dtype::q4_k:
+        case swiglu::Dtype::q5_k:
+        case swiglu::Dtype::q6_k:
         case swiglu::Dtype::f32: return forward_f32(x, y);
         case swiglu::Dtype::bf16: return forward_bf16(x, y);
         case swiglu::Dtype::int8: return forward_int8(x, y);

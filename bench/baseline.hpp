@@ -11,9 +11,11 @@
 //         (symmetric, scale = max|column| / 127); x and act quantized per
 //         token (row) per call, dequantization and SiLU(gate)*up in plain
 //         scalar loops.
-//   q8_0, q4_0: oneDNN 2.6 has no grouped low-bit matmul, so the f32 one on
-//         the weights rounded through GGUF's blocks (dequantized at load):
-//         what a oneDNN-only port could run, streaming 4 bytes per weight.
+//   q8_0, q4_0, q4_k, q5_k, q6_k: oneDNN 2.6 has no grouped low-bit matmul,
+//         so the f32 one on the weights rounded through GGUF's blocks
+//         (dequantized at load): what a oneDNN-only port could run,
+//         streaming 4 bytes per weight. A mix (q4_k_m) rounds each matrix
+//         through its own format.
 // The scalar loops (SiLU*up, quantization, dequantization) run on the calling
 // thread only, as a first oneDNN port would have them.
 #pragma once
@@ -24,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_dtypes.hpp"
 #include "swiglu/swiglu.hpp"
 #include "weights.hpp"
 
@@ -32,7 +35,7 @@ namespace swiglu_bench {
 // Weights in oneDNN's preferred (blocked) layout, of one dtype; reused by the
 // next Baseline of that dtype when its primitives want the same layout.
 struct PackedWeights {
-    swiglu::Dtype dtype = swiglu::Dtype::f32;
+    BenchDtype dtype = BenchDtype::of(swiglu::Dtype::f32);
     dnnl::memory gate, up, down;
     // int8: one scale per output channel (f for gate and up, d for down).
     std::vector<float> gate_scale, up_scale, down_scale;
@@ -47,7 +50,7 @@ public:
     // Throws swiglu::Error(Status::unsupported) when oneDNN has only its
     // reference implementation for a bf16 or int8 matmul on this CPU (it
     // would take minutes per llama7b call and prove nothing).
-    Baseline(const ShapeWeights& w, swiglu::Dtype dtype, std::int64_t tokens, int threads,
+    Baseline(const ShapeWeights& w, const BenchDtype& dtype, std::int64_t tokens, int threads,
              PackedWeights reuse = {});
 
     // y = block(x), x and y (tokens, d) f32. Call omp_set_num_threads(threads())
@@ -55,7 +58,7 @@ public:
     void forward(const float* x, float* y);
 
     PackedWeights take_packed() { return std::move(packed_); }
-    swiglu::Dtype dtype() const { return dtype_; }
+    const BenchDtype& dtype() const { return bench_dtype_; }
     int threads() const { return threads_; }
     std::int64_t tokens() const { return m_; }
     // oneDNN implementations, e.g. "brg:avx512_core / brg:avx512_core".
@@ -68,7 +71,8 @@ private:
     void forward_bf16(const float* x, float* y);
     void forward_int8(const float* x, float* y);
 
-    swiglu::Dtype dtype_;
+    BenchDtype bench_dtype_;
+    swiglu::Dtype dtype_;  // gate's, which picks the matmuls' types
     std::int64_t m_, d_, f_;
     int threads_;
     dnnl::stream stream_;

@@ -1,20 +1,22 @@
 // ffn/<shape>/<dtype>/M:<tokens>/T:<threads> and
-// baseline/<shape>/<dtype>/M:<tokens>/T:<threads> (dtype f32, bf16, int8),
-// and the --profile table.
+// baseline/<shape>/<dtype>/M:<tokens>/T:<threads> (every entry of
+// all_dtypes(): the public Dtypes and the q4_k_m mix), and the --profile
+// table.
 //
 // Counters (per call, from this file's own clock around the timed loop):
 //   ns_per_call       wall time of one forward()
 //   GFLOPs            6 M d f / time, GFLOP/s (int8: integer GOP/s)
 //   GBs               weight bytes of the dtype / time, GB/s: 3 d f x 4 (f32),
-//                     2 (bf16) or 1 (int8) bytes
+//                     2 (bf16), 1 (int8) bytes, GGUF's block bytes for the
+//                     block formats (shapes.hpp; q4_k_m: its two formats')
 //   roofline_pct      100 * t_roofline / time, with t_roofline =
 //                     max(FLOPs / peak(dtype, T), weight bytes(dtype) /
 //                     read rate(T)) (roofline.hpp), peak(dtype) being the f32
-//                     FMA, bf16 vdpbf16ps or int8 dot-product rate (q8_0,
-//                     q4_0: int8), the read rate that of the level holding
+//                     FMA, bf16 vdpbf16ps or int8 dot-product rate (block
+//                     formats: int8), the read rate that of the level holding
 //                     the weights (glass and cyber: L2/L3; llama7b: DRAM).
-//   pct_of_bf16_peak  int8 rows only: 100 * GFLOPs / peak(bf16, T), how the
-//                     int8 block compares with what bf16 could do at most.
+//   pct_of_bf16_peak  int8 and block-format rows: 100 * GFLOPs / peak(bf16, T),
+//                     how they compare with what bf16 could do at most.
 #include <benchmark/benchmark.h>
 #include <omp.h>
 #include <sched.h>
@@ -38,6 +40,7 @@
 #include "ffn_bench.hpp"
 
 #include "baseline.hpp"
+#include "bench_dtypes.hpp"
 #include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
 #include "roofline.hpp"
@@ -52,11 +55,12 @@ swiglu::BuildPolicy& build_policy() {
     return policy;
 }
 
-swiglu::Options bench_options(int threads, swiglu::Dtype dtype) {
+swiglu::Options bench_options(int threads, const BenchDtype& bd) {
     swiglu::Options options;
     options.threads = threads;
-    options.dtype = dtype;
+    options.dtype = bd.dtype;
     options.build = build_policy();
+    if (bd.mixed()) options.down_dtype = bd.down;
     return options;
 }
 
@@ -76,6 +80,18 @@ double tolerance(Dtype dtype) {
         // and act per block of 32 costs (test_dtype: ~1e-2).
         case Dtype::q8_0:
         case Dtype::q4_0: return 4e-2;
+        // The same, x and act quantised per block of 256 (Q8_K: s8, one f32
+        // scale each) instead of 32. A block's step is max|v| / 127 of its
+        // values, so over 8 times as many values the step grows with the
+        // largest of them: for x uniform in [-1, 1] hardly at all, for act
+        // (SiLU(gate) * up, heavier tails) by up to ~2x. Each output sums d
+        // or f such rounding errors of random sign, so the error relative
+        // to max|y| stays of the order of 1/127 per phase: measured 1.0e-2
+        // to 2.0e-2 on glass and cyber, 1 to 512 tokens, every K format and
+        // q4_k_m. The bound leaves 3x over the worst.
+        case Dtype::q4_k:
+        case Dtype::q5_k:
+        case Dtype::q6_k: return 6e-2;
         case Dtype::f32: break;
     }
     return 1e-4;
@@ -84,8 +100,8 @@ double tolerance(Dtype dtype) {
 // What one check of the Ffn against a baseline found.
 struct Verified {
     double diff = 0;
-    Dtype against = Dtype::f32;  // dtype of the baseline used (f32 when the
-                                 // dtype's own baseline can't run here)
+    BenchDtype against = BenchDtype::of(Dtype::f32);  // dtype of the baseline used (f32
+                                                      // when the dtype's own can't run here)
 };
 
 // What the benchmarks of one shape share: its weights, at most one Ffn and
@@ -119,7 +135,7 @@ public:
     // `threads` as passed to swiglu::Options (0 = library default). Throws
     // swiglu::Error, e.g. Status::unsupported for int8 on a CPU without
     // AVX512-VNNI (remembered: later calls for that dtype throw at once).
-    swiglu::Ffn& ffn(int threads, Dtype dtype) {
+    swiglu::Ffn& ffn(int threads, const BenchDtype& dtype) {
         if (ffn_ && ffn_option_ == threads && ffn_dtype_ == dtype) return *ffn_;
         ffn_.reset();
         if (auto it = ffn_unsupported_.find(dtype); it != ffn_unsupported_.end())
@@ -142,7 +158,7 @@ public:
     // Also sets OpenMP's thread count for the calls that follow. Throws
     // swiglu::Error(Status::unsupported) when oneDNN can't run this dtype's
     // baseline here (remembered, like ffn()).
-    Baseline& baseline(std::int64_t tokens, int threads, Dtype dtype) {
+    Baseline& baseline(std::int64_t tokens, int threads, const BenchDtype& dtype) {
         if (!base_ || base_->tokens() != tokens || base_->threads() != threads ||
             base_->dtype() != dtype) {
             if (auto it = base_unsupported_.find(dtype); it != base_unsupported_.end())
@@ -166,7 +182,8 @@ public:
     // the same dtype on the same input and aborts if they disagree (when the
     // dtype's baseline can't run here, the f32 baseline is the reference,
     // with the dtype's tolerance). Throws what ffn() throws.
-    Verified verify(std::int64_t tokens, int ffn_threads, int base_threads, Dtype dtype) {
+    Verified verify(std::int64_t tokens, int ffn_threads, int base_threads,
+                    const BenchDtype& dtype) {
         const auto key = std::make_tuple(tokens, ffn_threads, dtype);
         if (auto it = verified_.find(key); it != verified_.end()) return it->second;
         const std::size_t n = std::size_t(tokens) * std::size_t(w_->shape.d);
@@ -178,11 +195,11 @@ public:
             baseline(tokens, base_threads, dtype).forward(x_.data(), y_ref_.data());
         } catch (const swiglu::Error& e) {
             if (e.status() != swiglu::Status::unsupported) throw;
-            v.against = Dtype::f32;
-            baseline(tokens, base_threads, Dtype::f32).forward(x_.data(), y_ref_.data());
+            v.against = BenchDtype::of(Dtype::f32);
+            baseline(tokens, base_threads, v.against).forward(x_.data(), y_ref_.data());
         }
         v.diff = relative_max_diff(y_.data(), y_ref_.data(), n);
-        const double tol = tolerance(dtype);
+        const double tol = tolerance(dtype.dtype);
         if (!(v.diff < tol)) {
             std::size_t worst = 0;
             for (std::size_t i = 0; i < n; ++i)
@@ -193,11 +210,10 @@ public:
                          "  shape %s (d=%lld, f=%lld), tokens %lld, Ffn threads option %d\n"
                          "  max|y_ffn - y_base| / max|y_base| = %.3g (tolerance %.0e)\n"
                          "  worst element %zu (row %zu, col %zu): ffn %.8g, baseline %.8g\n",
-                         swiglu::dtype_name(dtype), swiglu::dtype_name(v.against), w_->shape.name,
-                         (long long)w_->shape.d, (long long)w_->shape.f, (long long)tokens,
-                         ffn_threads, v.diff, tol, worst, worst / std::size_t(w_->shape.d),
-                         worst % std::size_t(w_->shape.d), double(y_[worst]),
-                         double(y_ref_[worst]));
+                         dtype.name, v.against.name, w_->shape.name, (long long)w_->shape.d,
+                         (long long)w_->shape.f, (long long)tokens, ffn_threads, v.diff, tol, worst,
+                         worst / std::size_t(w_->shape.d), worst % std::size_t(w_->shape.d),
+                         double(y_[worst]), double(y_ref_[worst]));
             std::fflush(stderr);
             std::abort();
         }
@@ -209,11 +225,11 @@ private:
     std::unique_ptr<ShapeWeights> w_;
     std::unique_ptr<swiglu::Ffn> ffn_;
     int ffn_option_ = -1;
-    Dtype ffn_dtype_ = Dtype::f32;
+    BenchDtype ffn_dtype_ = BenchDtype::of(Dtype::f32);
     std::unique_ptr<Baseline> base_;
     std::vector<float> x_, y_, y_ref_;
-    std::map<std::tuple<std::int64_t, int, Dtype>, Verified> verified_;
-    std::map<Dtype, std::string> ffn_unsupported_, base_unsupported_;
+    std::map<std::tuple<std::int64_t, int, BenchDtype>, Verified> verified_;
+    std::map<BenchDtype, std::string> ffn_unsupported_, base_unsupported_;
 };
 
 BlockFixture& fixture() {
@@ -228,12 +244,12 @@ double pct_of_bf16_peak(const Shape& s, std::int64_t tokens, int threads, double
 }
 
 void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int threads,
-                  Dtype dtype, double ns) {
+                  const BenchDtype& dtype, double ns) {
     st.counters["ns_per_call"] = ns;
     st.counters["GFLOPs"] = s.flops(tokens) / ns;
-    st.counters["GBs"] = s.weight_bytes(dtype) / ns;
+    st.counters["GBs"] = weight_bytes(s, dtype) / ns;
     st.counters["roofline_pct"] = 100.0 * roofline(s, tokens, threads, dtype).seconds() * 1e9 / ns;
-    if (dtype == Dtype::int8 || is_grouped(dtype))
+    if (dtype.dtype == Dtype::int8 || dtype.grouped())
         st.counters["pct_of_bf16_peak"] = pct_of_bf16_peak(s, tokens, threads, ns);
 }
 
@@ -260,7 +276,7 @@ void skip_on_error(benchmark::State& st, Body&& body) {
     }
 }
 
-void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens,
+void bm_baseline(benchmark::State& st, const Shape* s, BenchDtype dtype, std::int64_t tokens,
                  int threads) {
     skip_on_error(st, [&] {
         BlockFixture& fx = fixture();
@@ -276,12 +292,13 @@ void bm_baseline(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         benchmark::DoNotOptimize(y[0]);
         // A grouped dtype's baseline streams f32 weights (baseline.hpp).
-        set_counters(st, *s, tokens, threads, is_grouped(dtype) ? Dtype::f32 : dtype,
+        set_counters(st, *s, tokens, threads, dtype.grouped() ? BenchDtype::of(Dtype::f32) : dtype,
                      ns / double(st.iterations()));
     });
 }
 
-void bm_ffn(benchmark::State& st, const Shape* s, Dtype dtype, std::int64_t tokens, int threads) {
+void bm_ffn(benchmark::State& st, const Shape* s, BenchDtype dtype, std::int64_t tokens,
+            int threads) {
     skip_on_error(st, [&] {
         BlockFixture& fx = fixture();
         fx.use_shape(*s);
@@ -327,13 +344,13 @@ LibraryInfo library_info() {
         info.error = e.what();
         return info;
     }
-    for (Dtype dtype : all_dtypes()) {
+    for (Dtype dtype : swiglu::kDtypes) {
         const int i = int(dtype);
         try {
             swiglu::Ffn ffn(swiglu::WeightView::out_in(w->gate.get(), s.f, s.d),
                             swiglu::WeightView::out_in(w->up.get(), s.f, s.d),
                             swiglu::WeightView::out_in(w->down.get(), s.d, s.f),
-                            bench_options(0, dtype));
+                            bench_options(0, BenchDtype::of(dtype)));
             const swiglu::Implementation impl = ffn.implementation();
             info.dtype_matmul[i] = impl.matmul;
             if (dtype == Dtype::f32) {
@@ -356,15 +373,15 @@ std::vector<int> bench_thread_counts(int threads_default) {
 }
 
 void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
-                             const std::vector<Dtype>& dtypes) {
+                             const std::vector<BenchDtype>& dtypes) {
     for (const Shape& s : all_shapes()) {
         if (quick && is_big(s)) continue;
-        for (Dtype dtype : dtypes) {
+        for (const BenchDtype& dtype : dtypes) {
             for (int t : threads) {
-                for (std::int64_t m : all_tokens()) {
-                    const std::string suffix =
-                        std::string(s.name) + "/" + swiglu::dtype_name(dtype) +
-                        "/M:" + std::to_string(m) + "/T:" + std::to_string(t);
+                for (std::int64_t m : tokens_for(dtype)) {
+                    const std::string suffix = std::string(s.name) + "/" + dtype.name +
+                                               "/M:" + std::to_string(m) +
+                                               "/T:" + std::to_string(t);
                     const Shape* sp = &s;
                     benchmark::internal::Benchmark* b[2] = {
                         benchmark::RegisterBenchmark(("baseline/" + suffix).c_str(),
@@ -390,6 +407,14 @@ void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
     }
 }
 
+// The profile's token counts: decode, a small batch and a prefill. The
+// quick profile leaves the K-quants' prefill out: their four entries (q4_k,
+// q5_k, q6_k, q4_k_m) would add eight 512-token rows to a smoke run.
+std::vector<std::int64_t> profile_tokens(const BenchDtype& dtype, bool quick) {
+    if (quick && dtype.k_quant()) return {1, 16};
+    return {1, 16, 512};
+}
+
 // The flags column: noisy (the spread that matters stayed wide), busy
 // (other processes took over kBusyCpus CPUs' worth of time meanwhile).
 std::string row_flags(const PairTiming& pt) {
@@ -403,19 +428,18 @@ std::string row_flags(const PairTiming& pt) {
 // dtype, ffn on the library's default threads; a dtype this CPU can't run
 // gets a "skipped" row instead. One shape's weights are alive at a time.
 template <class Body>
-void for_each_block(bool quick, const std::vector<Dtype>& dtypes, Body&& body) {
+void for_each_block(bool quick, const std::vector<BenchDtype>& dtypes, Body&& body) {
     BlockFixture& fx = fixture();
     for (const Shape& s : all_shapes()) {
         if (quick && is_big(s)) continue;
         fx.use_shape(s);
-        for (Dtype dtype : dtypes) {
+        for (const BenchDtype& dtype : dtypes) {
             swiglu::Ffn* ffn = nullptr;
             try {
                 ffn = &fx.ffn(0, dtype);
             } catch (const swiglu::Error& e) {
                 if (e.status() != swiglu::Status::unsupported) throw;
-                std::printf("%-8s %-5s   skipped: %s\n", s.name, swiglu::dtype_name(dtype),
-                            e.what());
+                std::printf("%-8s %-6s   skipped: %s\n", s.name, dtype.name, e.what());
                 std::fflush(stdout);
                 continue;
             }
@@ -424,11 +448,11 @@ void for_each_block(bool quick, const std::vector<Dtype>& dtypes, Body&& body) {
     }
 }
 
-int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
+int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
     const double load_before = others_load(0.5);
-    std::printf("\n%-8s %-5s %5s %3s %10s %5s %9s %8s %7s %7s %10s %5s %9s %6s %s\n", "shape",
+    std::printf("\n%-8s %-6s %5s %3s %10s %5s %9s %8s %7s %7s %10s %5s %9s %6s %s\n", "shape",
                 "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "roof%", "bf16pk%",
                 "base_ms", "speedup", "+-%", "others", "flags");
     std::fflush(stdout);
@@ -436,12 +460,12 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     BlockFixture& fx = fixture();
     const auto t_start = Clock::now();
     try {
-        for_each_block(quick, dtypes, [&](const Shape& s, Dtype dtype, swiglu::Ffn* ffn) {
-            const char* dn = swiglu::dtype_name(dtype);
+        for_each_block(quick, dtypes, [&](const Shape& s, BenchDtype dtype, swiglu::Ffn* ffn) {
+            const char* dn = dtype.name;
             const int threads = ffn->threads();
             const swiglu::Implementation impl = ffn->implementation();
             std::string base_impl, diffs;
-            for (std::int64_t m : {std::int64_t(1), std::int64_t(16), std::int64_t(512)}) {
+            for (std::int64_t m : profile_tokens(dtype, quick)) {
                 const Verified v = fx.verify(m, 0, threads, dtype);
                 ffn = &fx.ffn(0, dtype);
                 const float* x = fx.x();
@@ -462,7 +486,7 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                 const double t_base = pt.b.samples > 0 ? pt.b.median : NAN;
                 const double roof = roofline(s, m, threads, dtype).seconds();
                 char bf16pk[16] = "-";
-                if (dtype == Dtype::int8 || is_grouped(dtype))
+                if (dtype.dtype == Dtype::int8 || dtype.grouped())
                     std::snprintf(bf16pk, sizeof bf16pk, "%.1f",
                                   pct_of_bf16_peak(s, m, threads, t_ffn * 1e9));
                 char base_ms[32] = "-", base_pm[16] = "-", speedup[32] = "-";
@@ -484,10 +508,10 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                 }
                 const std::string flags = row_flags(pt);
                 std::printf(
-                    "%-8s %-5s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s "
+                    "%-8s %-6s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s "
                     "%s\n",
                     s.name, dn, (long long)m, threads, t_ffn * 1e3, 50 * pt.a.spread(),
-                    s.flops(m) / t_ffn * 1e-9, s.weight_bytes(dtype) / t_ffn * 1e-9,
+                    s.flops(m) / t_ffn * 1e-9, weight_bytes(s, dtype) / t_ffn * 1e-9,
                     100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm,
                     fixed1(pt.others).c_str(), flags.c_str());
                 std::fflush(stdout);
@@ -496,8 +520,7 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
                               (long long)m, v.diff);
                 diffs += diff;
                 if (v.against != dtype)
-                    diffs +=
-                        std::string(" (vs the ") + swiglu::dtype_name(v.against) + " baseline)";
+                    diffs += std::string(" (vs the ") + v.against.name + " baseline)";
             }
             notes.push_back(std::string(s.name) + " " + dn + ": ffn matmul=" + impl.matmul +
                             " activation=" + impl.activation +
@@ -510,10 +533,12 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     }
     std::printf(
         "\nroof%% = 100 * max(FLOPs/peak(dtype), weight bytes(dtype)/read rate) / time, "
-        "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 dot-product rate (q8_0, q4_0: int8), "
+        "peak(dtype) = f32 FMA, bf16 vdpbf16ps or int8 dot-product rate (GGUF block formats: "
+        "int8), "
         "read rate = of a buffer the weights' size (the cache level or DRAM that holds them; "
-        "the DRAM probe's from 256 MiB)\nbf16pk%% = int8, q8_0, q4_0 GOP/s as %% "
-        "of the bf16 peak; GB/s = weight bytes of the dtype (4, 2, 1, 34/32, 18/32 per weight) "
+        "the DRAM probe's from 256 MiB)\nbf16pk%% = int8 and block-format GOP/s as %% "
+        "of the bf16 peak; GB/s = weight bytes of the dtype as GGUF stores it (4, 2, 1, 34/32, "
+        "18/32, 144/256, 176/256, 210/256 per weight; q4_k_m: gate, up q4_k, down q6_k) "
         "/ time;\nms/call, base_ms = medians of ffn and baseline samples (batches of calls, the "
         "two interleaved); speedup = median of the per-round ratios baseline / ffn; +-%% = half "
         "the p10..p90 range, %% of the median (of ffn's samples, of the ratios); others = CPUs' "
@@ -533,19 +558,19 @@ int run_profile(bool quick, const std::vector<Dtype>& dtypes) {
     return 0;
 }
 
-int run_ridge(bool quick, const std::vector<Dtype>& dtypes) {
+int run_ridge(bool quick, const std::vector<BenchDtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
     const double load_before = others_load(0.5);
-    std::printf("\n%-8s %-5s %3s %3s %9s %5s %9s %8s %8s %9s %9s %9s %-7s %6s %6s %s\n", "shape",
+    std::printf("\n%-8s %-6s %3s %3s %9s %5s %9s %8s %8s %9s %9s %9s %-7s %6s %6s %s\n", "shape",
                 "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "read", "bytes_ms",
                 "flops_ms", "limit_ms", "bound", "share", "others", "flags");
     std::fflush(stdout);
     BlockFixture& fx = fixture();
     const auto t_start = Clock::now();
     try {
-        for_each_block(quick, dtypes, [&](const Shape& s, Dtype dtype, swiglu::Ffn* ffn) {
-            const char* dn = swiglu::dtype_name(dtype);
+        for_each_block(quick, dtypes, [&](const Shape& s, BenchDtype dtype, swiglu::Ffn* ffn) {
+            const char* dn = dtype.name;
             const int threads = ffn->threads();
             for (std::int64_t m : kRidgeTokens) {
                 const float* x = fx.x();
@@ -556,10 +581,10 @@ int run_ridge(bool quick, const std::vector<Dtype>& dtypes) {
                 const Limit lim = roofline(s, m, threads, dtype);
                 const std::string flags = row_flags(pt);
                 std::printf(
-                    "%-8s %-5s %3lld %3d %9.4g %5.0f %9.1f %8.1f %8.1f %9.4g %9.4g %9.4g %-7s "
+                    "%-8s %-6s %3lld %3d %9.4g %5.0f %9.1f %8.1f %8.1f %9.4g %9.4g %9.4g %-7s "
                     "%5.0f%% %6s %s\n",
                     s.name, dn, (long long)m, threads, t * 1e3, 50 * pt.a.spread(),
-                    s.flops(m) / t * 1e-9, s.weight_bytes(dtype) / t * 1e-9, lim.read_gbs,
+                    s.flops(m) / t * 1e-9, weight_bytes(s, dtype) / t * 1e-9, lim.read_gbs,
                     lim.bytes_s * 1e3, lim.flops_s * 1e3, lim.seconds() * 1e3, lim.bound(),
                     100.0 * lim.seconds() / t, fixed1(pt.others).c_str(), flags.c_str());
                 std::fflush(stdout);
@@ -572,8 +597,8 @@ int run_ridge(bool quick, const std::vector<Dtype>& dtypes) {
     std::printf(
         "\nread = GB/s at which the weights can be read where they live (a buffer of their "
         "size read over and over: L2, L3 or DRAM; the DRAM probe's from 256 MiB); bytes_ms = "
-        "weight bytes / read; flops_ms = FLOPs (q8_0, q4_0, int8: OPs) / peak(dtype) "
-        "(q8_0, q4_0: the int8 peak); limit = the larger (bound: which); share = limit / "
+        "weight bytes / read; flops_ms = FLOPs (int8, block formats: OPs) / peak(dtype) "
+        "(block formats: the int8 peak); limit = the larger (bound: which); share = limit / "
         "ms/call; ms/call = median of batches of calls, +-%% = half their p10..p90 range; "
         "others, flags: as in --profile\n");
     std::printf("other processes' load: %s CPUs before, %s after\n", fixed1(load_before).c_str(),

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_dtypes.hpp"
 #include "swiglu/swiglu.hpp"
 
 namespace swiglu_bench {
@@ -14,8 +15,9 @@ namespace swiglu_bench {
 // The kernels every block this benchmark builds may take: main.cpp sets it
 // from --panels, --grouped-prefill and --s8-rows before any is built.
 swiglu::BuildPolicy& build_policy();
-// Options{threads, dtype} with that policy.
-swiglu::Options bench_options(int threads, swiglu::Dtype dtype = swiglu::Dtype::f32);
+// Options{threads, dtype} with that policy; a mixed entry sets down_dtype.
+swiglu::Options bench_options(int threads,
+                              const BenchDtype& bd = BenchDtype::of(swiglu::Dtype::f32));
 
 // What swiglu::Options{threads = 0} resolves to and what runs underneath,
 // from small Ffns (one per dtype) built at start-up; `error` is set (and
@@ -38,12 +40,12 @@ std::vector<int> bench_thread_counts(int threads_default);
 // then by tokens, baseline before ffn. This order keeps one shape's weights,
 // one Ffn and one baseline alive at a time, each built as rarely as possible.
 void register_ffn_benchmarks(bool quick, const std::vector<int>& threads,
-                             const std::vector<swiglu::Dtype>& dtypes);
+                             const std::vector<BenchDtype>& dtypes);
 
 // --profile: glass, cyber and llama7b (unless `quick`) at 1, 16 and 512
 // tokens on all cores, ffn and baseline, for each of `dtypes`; prints one
 // table. Returns the exit status.
-int run_profile(bool quick, const std::vector<swiglu::Dtype>& dtypes);
+int run_profile(bool quick, const std::vector<BenchDtype>& dtypes);
 
 // Token counts of the ridge, where streaming the weights and computing on
 // them take about as long (batched decode, speculative drafts).
@@ -53,6 +55,6 @@ inline constexpr std::int64_t kRidgeTokens[] = {4, 8, 16, 32};
 // all cores, ffn alone, beside its limit (roofline.hpp): the read and
 // compute times, which bounds it, and the share reached. Returns the exit
 // status.
-int run_ridge(bool quick, const std::vector<swiglu::Dtype>& dtypes);
+int run_ridge(bool quick, const std::vector<BenchDtype>& dtypes);
 
 }  // namespace swiglu_bench

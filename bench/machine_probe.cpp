@@ -472,10 +472,9 @@ std::string fmt(double v, int decimals = 1) {
 }  // namespace
 
 double MachineProbe::peak(int t, swiglu::Dtype dtype) const {
-    // q8_0 and q4_0 multiply s8 quants: their kernels are int8 dot
-    // products, so the int8 peak bounds them.
-    const bool int8_peak = dtype == swiglu::Dtype::int8 || dtype == swiglu::Dtype::q8_0 ||
-                           dtype == swiglu::Dtype::q4_0;
+    // GGUF's block formats (q8_0, q4_0, the K-quants) multiply s8 quants:
+    // their kernels are int8 dot products, so the int8 peak bounds them.
+    const bool int8_peak = dtype == swiglu::Dtype::int8 || swiglu::is_block_dtype(dtype);
     const std::map<int, double>& m = int8_peak                      ? peak_int8_gops
                                      : dtype == swiglu::Dtype::bf16 ? peak_bf16_gflops
                                                                     : peak_gflops;

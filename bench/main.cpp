@@ -7,7 +7,9 @@
 //   (how to read the profile and ridge tables: docs/benchmarks.md)
 //
 // --quick skips llama7b (541 MB of f32 weights) for CI smoke runs; --dtype
-// f32|bf16|int8|q8_0|q4_0|all (default all) picks the block dtypes.
+// f32|bf16|int8|q8_0|q4_0|q4_k|q5_k|q6_k|q4_k_m|all (default all) picks the
+// block dtypes (q4_k_m: gate and up in q4_k, down in q6_k, as in llama.cpp's
+// Q4_K_M files; a name of the benchmark's, not a swiglu::Dtype).
 // The machine probe (peak f32/bf16/int8 rates, DRAM bandwidth) runs first;
 // its values go into the benchmark context (console and JSON) and into the
 // roofline counters. After the benchmarks a summary pairs each ffn row with its
@@ -26,6 +28,7 @@
 #include <vector>
 
 #include "backward_bench.hpp"
+#include "bench_dtypes.hpp"
 #include "ffn_bench.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
@@ -190,8 +193,9 @@ void print_help() {
         "              its limit: weight bytes / the read rate where they live, or FLOPs /\n"
         "              the dtype's peak, whichever is longer, and the share of it reached\n"
         "  --quick     skip llama7b (541 MB of f32 weights)\n"
-        "  --dtype D   block dtypes to run: f32, bf16, int8, q8_0, q4_0 or all (default all);\n"
-        "              a comma-separated list works too, e.g. --dtype f32,int8\n"
+        "  --dtype D   block dtypes to run: f32, bf16, int8, q8_0, q4_0, q4_k, q5_k, q6_k,\n"
+        "              q4_k_m (gate, up q4_k; down q6_k) or all (default all); a\n"
+        "              comma-separated list works too, e.g. --dtype f32,int8\n"
         "  --panels=on|off  whether f32 and bf16 may run on the panel kernels (CPUs\n"
         "              without AVX-512: f32; without a bf16 matmul: bf16; default on;\n"
         "              off: oneDNN's f32 kernels, on bf16-rounded weights for bf16)\n"
@@ -204,37 +208,38 @@ void print_help() {
         "              dot-product rates, DRAM read bandwidth; 1, 2 and all threads) and exit\n"
         "\n"
         "Benchmarks: ffn/<shape>/<dtype>/M:<tokens>/T:<threads> and baseline/..., shapes\n"
-        "glass, cyber, llama7b; dtypes f32, bf16, int8, q8_0, q4_0; tokens 1, 4, 8, 16, 32, 64,\n"
-        "128, 512; "
-        "threads 1, 2 (and all, if more). Counters: ns_per_call, GFLOPs, GBs (weight\n"
-        "bytes of the dtype: 4, 2, 1, 34/32, 18/32 per weight), roofline_pct (vs the dtype's peak\n"
-        "and the read rate of the level holding the weights; q8_0, q4_0: the int8 peak),\n"
-        "pct_of_bf16_peak (int8, q8_0, q4_0 rows).\n"
+        "glass, cyber, llama7b; dtypes f32, bf16, int8, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m;\n"
+        "tokens 1, 4, 8, 16, 32, 64, 128, 512 (K-quants: 1, 4, 16, 128, 512); "
+        "threads 1, 2 (and\nall, if more). Counters: ns_per_call, GFLOPs, GBs (weight bytes of "
+        "the dtype as GGUF\nstores it: 4, 2, 1, 34/32, 18/32, 144/256, 176/256, 210/256 per "
+        "weight), roofline_pct\n(vs the dtype's peak and the read rate of the level holding the "
+        "weights; block\nformats: the int8 peak), pct_of_bf16_peak (int8 and block-format "
+        "rows).\n"
         "Select rows with --benchmark_filter=, e.g. 'glass/bf16/' or 'llama7b/.*/M:1/'.\n"
         "\n"
         "Google Benchmark flags:\n");
     benchmark::PrintDefaultHelp();
 }
 
-// Parses --dtype's value: f32, bf16, int8, all, or a comma-separated list.
-bool parse_dtypes(const std::string& value, std::vector<swiglu::Dtype>& out) {
-    out.clear();
+// Parses --dtype's value: a name of all_dtypes(), all, or a comma-separated
+// list of them.
+bool parse_dtypes(const std::string& value, std::vector<swiglu_bench::BenchDtype>& out) {
+    std::vector<bool> picked(swiglu_bench::all_dtypes().size(), false);
     std::size_t at = 0;
     while (at <= value.size()) {
         const std::size_t comma = std::min(value.find(',', at), value.size());
         const std::string item = value.substr(at, comma - at);
         bool known = false;
-        for (swiglu::Dtype d : swiglu_bench::all_dtypes())
-            if (item == "all" || item == swiglu::dtype_name(d)) {
-                known = true;
-                if (std::find(out.begin(), out.end(), d) == out.end()) out.push_back(d);
-            }
+        for (std::size_t i = 0; i < picked.size(); ++i)
+            if (item == "all" || item == swiglu_bench::all_dtypes()[i].name)
+                known = picked[i] = true;
         if (!known) return false;
         at = comma + 1;
     }
-    // Always in the order f32, bf16, int8.
-    std::sort(out.begin(), out.end(),
-              [](swiglu::Dtype a, swiglu::Dtype b) { return int(a) < int(b); });
+    // Always in all_dtypes()' order: f32, bf16, int8, ..., q4_k_m.
+    out.clear();
+    for (std::size_t i = 0; i < picked.size(); ++i)
+        if (picked[i]) out.push_back(swiglu_bench::all_dtypes()[i]);
     return !out.empty();
 }
 
@@ -251,7 +256,7 @@ bool flag_is_set(const char* arg, const char* name) {
 
 int main(int argc, char** argv) {
     bool profile = false, ridge = false, quick = false, probe_only = false, listing = false;
-    std::vector<swiglu::Dtype> dtypes = swiglu_bench::all_dtypes();
+    std::vector<swiglu_bench::BenchDtype> dtypes = swiglu_bench::all_dtypes();
     std::vector<char*> args;
     for (int i = 0; i < argc; ++i) {
         if (i > 0 &&
@@ -260,15 +265,16 @@ int main(int argc, char** argv) {
             if (separate && i + 1 >= argc) {
                 std::fprintf(
                     stderr,
-                    "swiglu_bench: --dtype needs a value: f32, bf16, int8, q8_0, q4_0 or all\n");
+                    "swiglu_bench: --dtype needs a value: f32, bf16, int8, q8_0, q4_0, q4_k, "
+                    "q5_k, q6_k, q4_k_m or all\n");
                 return 1;
             }
             const std::string value = separate ? argv[++i] : argv[i] + 8;
             if (!parse_dtypes(value, dtypes)) {
                 std::fprintf(
                     stderr,
-                    "swiglu_bench: --dtype %s: expected f32, bf16, int8, q8_0, q4_0, all or a "
-                    "comma-separated list of them\n",
+                    "swiglu_bench: --dtype %s: expected f32, bf16, int8, q8_0, q4_0, q4_k, "
+                    "q5_k, q6_k, q4_k_m, all or a comma-separated list of them\n",
                     value.c_str());
                 return 1;
             }
@@ -367,7 +373,8 @@ int main(int argc, char** argv) {
 
     swiglu_bench::register_ffn_benchmarks(
         quick, swiglu_bench::bench_thread_counts(lib.threads_default), dtypes);
-    if (std::find(dtypes.begin(), dtypes.end(), swiglu::Dtype::f32) != dtypes.end())
+    if (std::find(dtypes.begin(), dtypes.end(), swiglu_bench::BenchDtype::of(swiglu::Dtype::f32)) !=
+        dtypes.end())
         swiglu_bench::register_backward_benchmarks(
             quick, swiglu_bench::bench_thread_counts(lib.threads_default));
     ForwardingReporter display(benchmark::CreateDefaultDisplayReporter(), true);

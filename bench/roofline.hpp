@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "bench_dtypes.hpp"
 #include "shapes.hpp"
 
 namespace swiglu_bench {
@@ -21,6 +22,7 @@ struct Limit {
 // For `tokens` rows on `threads` threads. Weights under 256 MiB are read at
 // the rate measured for a buffer of their size (read_probe.hpp: L2, L3, or
 // DRAM when they fit no cache), larger ones at the DRAM probe's.
-Limit roofline(const Shape& s, std::int64_t tokens, int threads, swiglu::Dtype dtype);
+// A mixed entry's bytes are its formats' (weight_bytes), its peak gate's.
+Limit roofline(const Shape& s, std::int64_t tokens, int threads, const BenchDtype& bd);
 
 }  // namespace swiglu_bench

@@ -3,17 +3,26 @@
 // alternating batches (interleaved_timing.hpp). bench/peers/README.md.
 //
 //   swiglu_ggml_peer [--quick] [--shapes glass,cyber,llama7b]
-//                    [--dtypes f32,bf16,q8_0,q4_0] [--tokens 1,16,128,512]
-//                    [--threads 1,2]
+//                    [--dtypes f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,q4_k_m]
+//                    [--tokens 1,16,128,512] [--threads 1,2]
 //
 // ggml's side is what llama.cpp runs for a dense FFN: three ggml_mul_mat
 // and ggml_swiglu_split in one graph, built once per (shape, M) and computed
 // by the CPU backend with T threads. Weights (ne0 = in, ne1 = out) live in
 // the buffer type llama.cpp would choose: the CPU backend's "extra" repack
-// buffer where it supports the mul_mat (Q4_0 -> q4_0_8x8 on AVX2 CPUs),
-// else the plain CPU buffer. Q8_0 / Q4_0 blocks come from ggml's own
-// quantiser (ggml_quantize_chunk, no imatrix: the reference rounding); ours
-// quantises the same f32 weights to the same blocks.
+// buffer where it supports the mul_mat (Q4_0 -> q4_0_8x8 and Q4_K ->
+// q4_K_8x8 on AVX2 CPUs; Q5_K and Q6_K have no x86 repack), else the plain
+// CPU buffer. The blocks come from ggml's own quantiser (ggml_quantize_chunk,
+// no imatrix: the reference rounding); ours quantises the same f32 weights
+// to the same blocks, which is checked: every matrix's blocks are compared
+// byte for byte with our format table's quantiser ("same blocks").
+// q4_k_m is llama.cpp's Q4_K_M mix for a dense FFN: gate and up Q4_K, down
+// Q6_K (ours: Options::down_dtype).
+//
+// Block formats also get each side's error against an fp64 evaluation of
+// the block on the dequantised weights (the same on both sides), over the
+// first kRefRows tokens: what each side's activation quantisation (and
+// summation order) costs, the weights' rounding left out.
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -29,6 +38,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_dtypes.hpp"
+#include "formats/format_table.hpp"
 #include "interleaved_timing.hpp"
 #include "shapes.hpp"
 #include "swiglu/swiglu.hpp"
@@ -37,6 +48,7 @@
 namespace {
 
 using swiglu::Dtype;
+using swiglu_bench::BenchDtype;
 using swiglu_bench::Shape;
 
 // ggml's type for each dtype both libraries have; int8 (per-channel s8)
@@ -48,8 +60,47 @@ ggml_type ggml_type_of(Dtype dtype) {
         case Dtype::bf16: return GGML_TYPE_BF16;
         case Dtype::q8_0: return GGML_TYPE_Q8_0;
         case Dtype::q4_0: return GGML_TYPE_Q4_0;
+        case Dtype::q4_k: return GGML_TYPE_Q4_K;
+        case Dtype::q5_k: return GGML_TYPE_Q5_K;
+        case Dtype::q6_k: return GGML_TYPE_Q6_K;
         default: return GGML_TYPE_F32;
     }
+}
+
+// Our Options for an entry: a mix sets down's format apart.
+swiglu::Options ours_options(int threads, const BenchDtype& bd) {
+    swiglu::Options o;
+    o.threads = threads;
+    o.dtype = bd.dtype;
+    if (bd.mixed()) o.down_dtype = bd.down;
+    return o;
+}
+
+// ggml's rows of a block format are whole blocks (32, or 256 for the
+// K-quants), so the shape's d and f are rounded up to the entry's block:
+// glass (128, 341) runs as (128, 352) in q8_0 / q4_0 and as (256, 512) in
+// the K-quants, cyber's d = 384 as 512.
+Shape padded_shape(Shape s, const BenchDtype& bd) {
+    namespace sd = swiglu::detail;
+    const std::int64_t block = std::max(sd::traits(bd.dtype).block, sd::traits(bd.down).block);
+    s.d = (s.d + block - 1) / block * block;
+    s.f = (s.f + block - 1) / block * block;
+    return s;
+}
+
+// Whether our format table's quantiser gives `bytes` (ggml's blocks of a
+// rows x n matrix) from the same f32 values.
+bool same_blocks(Dtype dtype, const float* src, std::int64_t rows, std::int64_t n,
+                 const std::vector<char>& bytes) {
+    const swiglu::detail::FormatTraits& t = swiglu::detail::traits(dtype);
+    const std::size_t row_bytes = swiglu::detail::row_bytes(t, n);
+    std::vector<std::max_align_t> ours(row_bytes / sizeof(std::max_align_t) + 1);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        t.quantize(src + r * n, std::size_t(n), ours.data());
+        if (std::memcmp(ours.data(), bytes.data() + std::size_t(r) * row_bytes, row_bytes) != 0)
+            return false;
+    }
+    return true;
 }
 
 // The ggml CPU backend and its device, for the whole run.
@@ -96,19 +147,25 @@ struct GgmlWeights {
     std::vector<ggml_backend_buffer_t> buffers;
     ggml_tensor *gate = nullptr, *up = nullptr, *down = nullptr;
     std::string buft;  // buffer type names, e.g. "CPU_REPACK"
+    // The dequantised weights (out, in) of a block format, ggml's decoding
+    // of its own blocks (for the fp64 reference); empty otherwise.
+    std::vector<float> gate_deq, up_deq, down_deq;
+    bool same_blocks = true;  // ours quantises each matrix to ggml's blocks
 
-    GgmlWeights(const Backend& be, const swiglu_bench::ShapeWeights& w, Dtype dtype) {
+    GgmlWeights(const Backend& be, const swiglu_bench::ShapeWeights& w, const BenchDtype& bd) {
         const Shape& s = w.shape;
-        const ggml_type type = ggml_type_of(dtype);
         ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
         ctx = ggml_init(p);
-        gate = ggml_new_tensor_2d(ctx, type, s.d, s.f);
-        up = ggml_new_tensor_2d(ctx, type, s.d, s.f);
-        down = ggml_new_tensor_2d(ctx, type, s.f, s.d);
+        gate = ggml_new_tensor_2d(ctx, ggml_type_of(bd.dtype), s.d, s.f);
+        up = ggml_new_tensor_2d(ctx, ggml_type_of(bd.dtype), s.d, s.f);
+        down = ggml_new_tensor_2d(ctx, ggml_type_of(bd.down), s.f, s.d);
         const float* src[3] = {w.gate.get(), w.up.get(), w.down.get()};
         ggml_tensor* dst[3] = {gate, up, down};
+        const Dtype formats[3] = {bd.dtype, bd.dtype, bd.down};
+        std::vector<float>* deq[3] = {&gate_deq, &up_deq, &down_deq};
         for (int i = 0; i < 3; ++i) {
             ggml_tensor* t = dst[i];
+            const ggml_type type = t->type;
             ggml_backend_buffer_type_t bt = be.weight_buft(type, t->ne[0], t->ne[1]);
             ggml_backend_buffer_t buf = ggml_backend_buft_alloc_buffer(
                 bt, ggml_backend_buft_get_alloc_size(bt, t) + ggml_backend_buft_get_alignment(bt));
@@ -126,8 +183,18 @@ struct GgmlWeights {
                 ggml_fp32_to_bf16_row(src[i], (ggml_bf16_t*)bytes.data(), n);
             else
                 ggml_quantize_chunk(type, src[i], bytes.data(), 0, t->ne[1], t->ne[0], nullptr);
+            if (swiglu_bench::is_grouped(formats[i]))
+                keep_blocks(formats[i], src[i], *t, bytes, *deq[i]);
             ggml_backend_tensor_set(t, bytes.data(), 0, bytes.size());
         }
+    }
+    // A block format's matrix `t`, quantised by ggml to `bytes` from `src`:
+    // compared with our quantiser's blocks, and decoded into `deq`.
+    void keep_blocks(Dtype format, const float* src, const ggml_tensor& t,
+                     const std::vector<char>& bytes, std::vector<float>& deq) {
+        same_blocks = same_blocks && ::same_blocks(format, src, t.ne[1], t.ne[0], bytes);
+        deq.resize(std::size_t(t.ne[0] * t.ne[1]));
+        ggml_get_type_traits(t.type)->to_float(bytes.data(), deq.data(), t.ne[0] * t.ne[1]);
     }
     ~GgmlWeights() {
         for (auto* b : buffers) ggml_backend_buffer_free(b);
@@ -188,7 +255,8 @@ bool listed(const std::vector<std::string>& list, const std::string& name) {
 
 struct Args {
     std::vector<std::string> shapes = {"glass", "cyber", "llama7b"};
-    std::vector<std::string> dtypes = {"f32", "bf16", "q8_0", "q4_0"};
+    std::vector<std::string> dtypes = {"f32",  "bf16", "q8_0", "q4_0",
+                                       "q4_k", "q5_k", "q6_k", "q4_k_m"};
     std::vector<int64_t> tokens = {1, 16, 128, 512};
     std::vector<int> threads = {1, 2};
 };
@@ -205,11 +273,12 @@ Args parse(int argc, char** argv) {
         } else if (arg == "--dtypes" && has_value) {
             a.dtypes = split(argv[++i]);
             for (const std::string& name : a.dtypes) {
-                Dtype d;
-                if (!swiglu::dtype_from_name(name, &d) || !has_ggml_type(d)) {
+                const BenchDtype* bd = swiglu_bench::find_dtype(name);
+                if (!bd || !has_ggml_type(bd->dtype)) {
                     std::fprintf(stderr,
                                  "swiglu_ggml_peer: --dtypes: '%s' is not one of f32, "
-                                 "bf16, q8_0, q4_0 (what ggml has too)\n",
+                                 "bf16, q8_0, q4_0, q4_k, q5_k, q6_k, q4_k_m (what ggml has "
+                                 "too)\n",
                                  name.c_str());
                     std::exit(2);
                 }
@@ -223,8 +292,8 @@ Args parse(int argc, char** argv) {
         } else {
             std::fprintf(stderr,
                          "usage: swiglu_ggml_peer [--quick] [--shapes glass,cyber,llama7b]\n"
-                         "       [--dtypes f32,bf16,q8_0,q4_0] [--tokens 1,16,128,512] "
-                         "[--threads 1,2]\n");
+                         "       [--dtypes f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,q4_k_m]\n"
+                         "       [--tokens 1,16,128,512] [--threads 1,2]\n");
             std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
         }
     }
@@ -242,7 +311,9 @@ double rel_err(const std::vector<float>& a, const float* b) {
 }
 
 // What the check accepts: f32 and bf16 round the same way on both sides
-// (sums differ in order), Q8_0 / Q4_0 quantise activations alike.
+// (sums differ in order); the block formats quantise activations alike
+// (Q8_0's blocks of 32, Q8_K's of 256: s8, one scale each), if not bit for
+// bit the same way.
 double max_err(Dtype dtype) {
     return dtype == Dtype::f32 ? 1e-5 : dtype == Dtype::bf16 ? 1e-3 : 2e-2;
 }
@@ -250,8 +321,167 @@ double max_err(Dtype dtype) {
 void print_header() {
     std::printf(
         "\n| shape | d | f | dtype | M | T | ours ms | ggml ms | ggml/ours | ours GB/s "
-        "| ggml GB/s | rel err | note |\n");
-    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+        "| ggml GB/s | rel err | ours err64 | ggml err64 | note |\n");
+    std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+}
+
+// Tokens the fp64 reference covers: the first rows of every M's x
+// (make_input's values are a pure function of (seed, index), so the first
+// rows of x are the same whatever M).
+constexpr std::int64_t kRefRows = 16;
+
+// y = down (SiLU(gate x) * (up x)) in fp64 on the dequantised weights, for
+// the first `rows` rows of x: the block with no activation quantisation and
+// no rounding between the phases.
+std::vector<double> reference_fp64(const GgmlWeights& w, const Shape& s, const float* x,
+                                   std::int64_t rows) {
+    const std::size_t d = std::size_t(s.d), f = std::size_t(s.f);
+    std::vector<double> y(std::size_t(rows) * d, 0.0), act(f);
+    for (std::size_t r = 0; r < std::size_t(rows); ++r) {
+        const float* xr = x + r * d;
+        for (std::size_t j = 0; j < f; ++j) {
+            double g = 0, u = 0;
+            for (std::size_t i = 0; i < d; ++i) {
+                g += double(w.gate_deq[j * d + i]) * xr[i];
+                u += double(w.up_deq[j * d + i]) * xr[i];
+            }
+            act[j] = g / (1.0 + std::exp(-g)) * u;
+        }
+        for (std::size_t o = 0; o < d; ++o) {
+            double acc = 0;
+            for (std::size_t j = 0; j < f; ++j) acc += double(w.down_deq[o * f + j]) * act[j];
+            y[r * d + o] = acc;
+        }
+    }
+    return y;
+}
+
+// Both sides' errors against the fp64 reference, over a format's rows.
+struct ErrorTally {
+    double ours_max = 0, ggml_max = 0;            // the worst row's max|dy| / max|y_ref|
+    double ours_sq = 0, ggml_sq = 0, ref_sq = 0;  // for the rms ratio over every value
+
+    // max|y - ref| / max|ref| over the first ref.size() values of y, and
+    // the squares into the rms sums.
+    static double rel(const float* y, const std::vector<double>& ref, std::size_t n, double& sq,
+                      double& ref_sq) {
+        double diff = 0, scale = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            const double e = double(y[i]) - ref[i];
+            diff = std::max(diff, std::fabs(e));
+            scale = std::max(scale, std::fabs(ref[i]));
+            sq += e * e;
+            ref_sq += ref[i] * ref[i];
+        }
+        return scale > 0 ? diff / scale : diff;
+    }
+
+    // Adds one table row's outputs (n values of each); returns the two
+    // max-norm errors.
+    std::pair<double, double> add(const float* ours, const float* ggml,
+                                  const std::vector<double>& ref, std::size_t n) {
+        double ref_unused = 0;
+        const double o = rel(ours, ref, n, ours_sq, ref_sq);
+        const double g = rel(ggml, ref, n, ggml_sq, ref_unused);
+        ours_max = std::max(ours_max, o);
+        ggml_max = std::max(ggml_max, g);
+        return {o, g};
+    }
+
+    // One line per format: the issue asks ours' error to be at most 1.05x
+    // ggml's (both against fp64 on the same dequantised weights); "" when
+    // no row was compared.
+    std::string summary(const Shape& s, const BenchDtype& bd) const {
+        if (ref_sq <= 0) return "";
+        const double ours_rms = std::sqrt(ours_sq / ref_sq), ggml_rms = std::sqrt(ggml_sq / ref_sq);
+        const double ratio = ggml_rms > 0 ? ours_rms / ggml_rms : 0;
+        char line[320];
+        std::snprintf(line, sizeof line,
+                      "%s %s: max-norm ours %.3e, ggml %.3e; rms ours %.3e, ggml %.3e; ours/ggml "
+                      "(rms) %.3f: %s 1.05",
+                      s.name, bd.name, ours_max, ggml_max, ours_rms, ggml_rms, ratio,
+                      ratio <= 1.05 ? "within" : "OVER");
+        return line;
+    }
+};
+
+void run_ggml(const Backend& be, const GgmlGraph& g) {
+    if (ggml_backend_graph_compute(be.cpu, g.graph) != GGML_STATUS_SUCCESS) {
+        std::fprintf(stderr, "ggml_backend_graph_compute failed\n");
+        std::exit(1);
+    }
+}
+
+// Both sides' timings and errors for one entry on one shape: a table row
+// per (M, T). Returns the rows over the check's bound; `summaries` gets
+// the entry's error line (block formats).
+int run_entry(const Backend& be, const Args& args, const Shape& base, const BenchDtype& bd,
+              std::vector<std::string>& summaries) {
+    const Shape shape = swiglu_bench::is_grouped(bd.dtype) ? padded_shape(base, bd) : base;
+    const auto w = swiglu_bench::make_weights(shape);
+    const GgmlWeights gw(be, *w, bd);
+    const auto gv = swiglu::WeightView::out_in(w->gate.get(), shape.f, shape.d);
+    const auto uv = swiglu::WeightView::out_in(w->up.get(), shape.f, shape.d);
+    const auto dv = swiglu::WeightView::out_in(w->down.get(), shape.d, shape.f);
+    std::vector<std::unique_ptr<swiglu::Ffn>> ours;
+    for (int t : args.threads)
+        ours.push_back(std::make_unique<swiglu::Ffn>(gv, uv, dv, ours_options(t, bd)));
+    const bool with_ref = !gw.gate_deq.empty();
+    std::vector<double> ref;
+    if (with_ref) {
+        const auto x_ref = swiglu_bench::make_input(kRefRows, shape.d, 42);
+        ref = reference_fp64(gw, shape, x_ref.data(), kRefRows);
+    }
+    ErrorTally tally;
+    int mismatches = 0;
+    for (int64_t m : args.tokens) {
+        GgmlGraph g(gw, shape.d, m);
+        const auto x = swiglu_bench::make_input(m, shape.d, 42);
+        ggml_backend_tensor_set(g.x, x.data(), 0, x.size() * sizeof(float));
+        std::vector<float> y(x.size());
+        for (std::size_t ti = 0; ti < args.threads.size(); ++ti) {
+            const int t = args.threads[ti];
+            const swiglu::Ffn& ffn = *ours[ti];
+            ggml_backend_cpu_set_n_threads(be.cpu, t);
+            const auto r = swiglu_bench::time_interleaved(
+                [&] { ffn.forward(x.data(), y.data(), m); }, [&] { run_ggml(be, g); });
+            // The last calls' outputs: what every timed call computed.
+            const float* y_ggml = (const float*)g.y->data;
+            const double err = rel_err(y, y_ggml);
+            char err64[2][32] = {"-", "-"};
+            if (with_ref) {
+                const std::size_t n = std::size_t(std::min(m, kRefRows) * shape.d);
+                const auto [o, gg] = tally.add(y.data(), y_ggml, ref, n);
+                std::snprintf(err64[0], sizeof err64[0], "%.2e", o);
+                std::snprintf(err64[1], sizeof err64[1], "%.2e", gg);
+            }
+            std::string note = gw.buft;
+            if (with_ref && !gw.same_blocks) note += " BLOCKS DIFFER";
+            if (!(err <= max_err(bd.dtype))) {
+                note += " MISMATCH";
+                mismatches++;
+            }
+            if (r.noisy) note += " noisy";
+            if (r.others > swiglu_bench::kBusyCpus) note += " busy";
+            char ours_gbs[32] = "", ggml_gbs[32] = "";
+            if (m == 1) {
+                std::snprintf(ours_gbs, sizeof ours_gbs, "%.1f",
+                              swiglu_bench::weight_bytes(shape, bd) / r.a.median * 1e-9);
+                std::snprintf(ggml_gbs, sizeof ggml_gbs, "%.1f",
+                              swiglu_bench::weight_bytes(shape, bd) / r.b.median * 1e-9);
+            }
+            std::printf(
+                "| %s | %lld | %lld | %s | %lld | %d | %.4g | %.4g | %.2f | %s | %s | %.1e | %s | "
+                "%s | %s |\n",
+                shape.name, (long long)shape.d, (long long)shape.f, bd.name, (long long)m, t,
+                r.a.median * 1e3, r.b.median * 1e3, r.ratio.median, ours_gbs, ggml_gbs, err,
+                err64[0], err64[1], note.c_str());
+            std::fflush(stdout);
+        }
+    }
+    const std::string line = tally.summary(shape, bd);
+    if (!line.empty()) summaries.push_back(line);
+    return mismatches;
 }
 
 }  // namespace
@@ -272,7 +502,9 @@ int main(int argc, char** argv) {
         "llamafile %d\n",
         ggml_cpu_has_avx2(), ggml_cpu_has_avx512(), ggml_cpu_has_avx512_vnni(),
         ggml_cpu_has_avx512_bf16(), ggml_cpu_has_llamafile());
-    std::printf("ours: swiglu::Ffn(f32 weights, Options{T, dtype}); forward(x, y, M)\n");
+    std::printf(
+        "ours: swiglu::Ffn(f32 weights, Options{T, dtype, down_dtype for q4_k_m}); forward(x, y, "
+        "M)\n");
     std::printf(
         "ggml/ours: median of per-round ratios (> 1: ours faster). GB/s: weight "
         "bytes per call (M = 1 only). note: buffer type of ggml's weights; "
@@ -281,68 +513,19 @@ int main(int argc, char** argv) {
     print_header();
     std::fflush(stdout);
     int mismatches = 0;
-
+    std::vector<std::string> summaries;
     for (const Shape& base : swiglu_bench::all_shapes()) {
         if (!listed(args.shapes, base.name)) continue;
-        for (Dtype dtype : swiglu::kDtypes) {
-            if (!has_ggml_type(dtype) || !listed(args.dtypes, swiglu::dtype_name(dtype))) continue;
-            Shape shape = base;
-            // ggml's Q8_0 / Q4_0 rows are whole blocks of 32: glass's f = 341
-            // becomes 352 for them (down's rows are f long).
-            if (swiglu_bench::is_grouped(dtype) && shape.f % 32 != 0)
-                shape.f = (shape.f + 31) / 32 * 32;
-            const auto w = swiglu_bench::make_weights(shape);
-            const GgmlWeights gw(be, *w, dtype);
-            const auto gv = swiglu::WeightView::out_in(w->gate.get(), shape.f, shape.d);
-            const auto uv = swiglu::WeightView::out_in(w->up.get(), shape.f, shape.d);
-            const auto dv = swiglu::WeightView::out_in(w->down.get(), shape.d, shape.f);
-            std::vector<std::unique_ptr<swiglu::Ffn>> ours;
-            for (int t : args.threads)
-                ours.push_back(
-                    std::make_unique<swiglu::Ffn>(gv, uv, dv, swiglu::Options{t, dtype}));
-            for (int64_t m : args.tokens) {
-                GgmlGraph g(gw, shape.d, m);
-                const auto x = swiglu_bench::make_input(m, shape.d, 42);
-                ggml_backend_tensor_set(g.x, x.data(), 0, x.size() * sizeof(float));
-                std::vector<float> y(x.size());
-                for (std::size_t ti = 0; ti < args.threads.size(); ++ti) {
-                    const int t = args.threads[ti];
-                    const swiglu::Ffn& ffn = *ours[ti];
-                    ggml_backend_cpu_set_n_threads(be.cpu, t);
-                    auto run_ours = [&] { ffn.forward(x.data(), y.data(), m); };
-                    auto run_ggml = [&] {
-                        if (ggml_backend_graph_compute(be.cpu, g.graph) != GGML_STATUS_SUCCESS) {
-                            std::fprintf(stderr, "ggml_backend_graph_compute failed\n");
-                            std::exit(1);
-                        }
-                    };
-                    const auto r = swiglu_bench::time_interleaved(run_ours, run_ggml);
-                    // The last calls' outputs: what every timed call computed.
-                    const double err = rel_err(y, (const float*)g.y->data);
-                    std::string note = gw.buft;
-                    if (!(err <= max_err(dtype))) {
-                        note += " MISMATCH";
-                        mismatches++;
-                    }
-                    if (r.noisy) note += " noisy";
-                    if (r.others > swiglu_bench::kBusyCpus) note += " busy";
-                    char ours_gbs[32] = "", ggml_gbs[32] = "";
-                    if (m == 1) {
-                        std::snprintf(ours_gbs, sizeof ours_gbs, "%.1f",
-                                      shape.weight_bytes(dtype) / r.a.median * 1e-9);
-                        std::snprintf(ggml_gbs, sizeof ggml_gbs, "%.1f",
-                                      shape.weight_bytes(dtype) / r.b.median * 1e-9);
-                    }
-                    std::printf(
-                        "| %s | %lld | %lld | %s | %lld | %d | %.4g | %.4g | %.2f | %s | "
-                        "%s | %.1e | %s |\n",
-                        shape.name, (long long)shape.d, (long long)shape.f,
-                        swiglu::dtype_name(dtype), (long long)m, t, r.a.median * 1e3,
-                        r.b.median * 1e3, r.ratio.median, ours_gbs, ggml_gbs, err, note.c_str());
-                    std::fflush(stdout);
-                }
-            }
-        }
+        for (const BenchDtype& bd : swiglu_bench::all_dtypes())
+            if (has_ggml_type(bd.dtype) && listed(args.dtypes, bd.name))
+                mismatches += run_entry(be, args, base, bd, summaries);
+    }
+    if (!summaries.empty()) {
+        std::printf(
+            "\nerror vs an fp64 evaluation on the dequantised weights (the first %lld tokens of "
+            "each row; err64 columns: max|y - y_fp64| / max|y_fp64|):\n",
+            (long long)kRefRows);
+        for (const std::string& line : summaries) std::printf("%s\n", line.c_str());
     }
     if (mismatches) std::printf("\n%d rows MISMATCH: rel err over the check's bound\n", mismatches);
     return mismatches ? 1 : 0;

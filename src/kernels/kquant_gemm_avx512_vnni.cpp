@@ -245,11 +245,19 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
             store_pair(acc[q][r], y + r * ldy, c0 + 2 * q * kGroupColumns, n);
 }
 
-// Pairs of groups side by side for passes of up to kNarrowRows rows, and
-// rows per pass (see the figures where they are chosen).
-constexpr int kNarrowRows = 4;
+// Pairs of groups a pass reads side by side: 2 for passes of up to
+// kNarrowRows rows (a decode's single row then reads 4 weight streams per
+// core, as Q4_0's kernel does), else 1; and rows per pass. Q4_K in passes
+// of 4 rows over 2 pairs, as Q4_0; Q5_K and Q6_K, whose high bits take
+// 6-8 more instructions per 32 bytes of nibbles to join, in passes of 6
+// rows over 1 pair, so that more rows share that work. llama7b, 512
+// tokens, 2 threads, Zen 5 (GFLOP/s; 4 rows x 2 pairs, 8 x 1, 6 x 1): Q4_K
+// 835, 846, 811; Q5_K 646, 755, 877; Q6_K 496, 628, 663.
+template <GroupedFormat kFormat>
+constexpr int kPassRows = kFormat == GroupedFormat::q4_k ? 4 : 6;
+template <GroupedFormat kFormat>
+constexpr int kNarrowRows = kFormat == GroupedFormat::q4_k ? 4 : 2;
 constexpr int kNarrowPairs = 2;
-constexpr int kPassRows = 4;
 
 // R rows of y for the whole tile: G pairs at a time, then single pairs,
 // then a last group alone.
@@ -274,10 +282,10 @@ template <GroupedFormat kFormat>
 void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlockK* x,
           std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
     const std::int64_t nb = format_blocks(kFormat, k);
-    row_passes<kPassRows>(rows_total, [&](auto height, std::int64_t m) {
+    row_passes<kPassRows<kFormat>>(rows_total, [&](auto height, std::int64_t m) {
         constexpr int R = decltype(height)::value;
-        rows<kFormat, R, R <= kNarrowRows ? kNarrowPairs : 1>(tile, nb, n, x + m * x_stride,
-                                                              x_stride, y + m * ldy, ldy);
+        rows<kFormat, R, R <= kNarrowRows<kFormat> ? kNarrowPairs : 1>(
+            tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
     });
 }
 

@@ -1,8 +1,298 @@
-// The K-quant kernels for avx512_vnni: placeholder, the scalar reference's.
+// The K-quant kernels for AVX-512 with VNNI, built as Q4_0's grouped kernel
+// (grouped_gemm_avx512_vnni.cpp): a zmm holds two column groups
+// (kquant_layout.hpp), group g in lanes 0-7 and g + 1 in 8-15, vpdpbusd
+// multiplies unsigned weight quants by a broadcast of 4 signed activation
+// quants, and several rows share each weight load. Per super-block and row:
+//   - each sub-block's column sums S with vpdpbusd (Q6_K: from -32 bsums[i],
+//     which takes out its offset of 32), then isum += S * sc (vpmulld, the
+//     sub-block's 16 scales widened to 32 bits);
+//   - Q4_K, Q5_K: -msum = sum_i m_i * (-(bsums[2i] + bsums[2i+1])) with
+//     vpdpwssd, mins paired as 16-bit words against pairs of the row's
+//     negated 32-sums, so no negation is left for after;
+//   - acc = fma(float(isum), d * a.d, acc), acc = fma(float(-msum), dmin * a.d,
+//     acc) in f32, exactly kquant_gemm.hpp's order.
+// The integer sums are the reference's exact integers (any order gives
+// them), so the bits are the scalar reference's.
+//
+// GCC 12's AVX-512 intrinsics (_mm512_inserti64x4, _mm512_cvtph_ps,
+// _mm512_cvtepi32_ps) start from a deliberately undefined register and then
+// warn that it "may be used uninitialized" once inlined (GCC bug 105593):
+// silenced for this TU only.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#include <immintrin.h>
+
+#include <cstring>
+
+#include "kernels/grouped_prefetch.hpp"
 #include "kernels/kquant_gemm.hpp"
+#include "kernels/kquant_layout.hpp"
+#include "kernels/row_passes.hpp"
 
 namespace swiglu::detail {
 
-KQuantKernels kquant_kernels_avx512_vnni() noexcept { return kquant_kernels_scalar(); }
+namespace {
+
+// 32 bytes of a group's record at p and the same 32 of its partner's at
+// p + partner (0: a last group alone, whose upper lanes are then computed
+// and never stored).
+inline __m512i load_pair(const std::uint8_t* p, std::int64_t partner) {
+    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + partner));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+// A sub-block's 8 bytes per group (its scales) widened to one 32-bit lane
+// per column: u8 (Q4_K, Q5_K) or s8 (Q6_K).
+template <bool kSigned>
+inline __m512i pair_bytes(const std::uint8_t* p, std::int64_t partner) {
+    const __m128i v =
+        _mm_unpacklo_epi64(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p)),
+                           _mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + partner)));
+    return kSigned ? _mm512_cvtepi8_epi32(v) : _mm512_cvtepu8_epi32(v);
+}
+
+// The mins of sub-blocks 2 k and 2 k + 1 (16 bytes per group at p) as two
+// 16-bit words per column lane, m_2k below m_2k+1, for vpdpwssd.
+inline __m512i pair_mins(const std::uint8_t* p, std::int64_t partner) {
+    const auto interleave = [](const std::uint8_t* at) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+        return _mm_unpacklo_epi8(v, _mm_unpackhi_epi64(v, v));
+    };
+    const __m256i both =
+        _mm256_inserti128_si256(_mm256_castsi128_si256(interleave(p)), interleave(p + partner), 1);
+    return _mm512_cvtepu8_epi16(both);
+}
+
+// The 16 columns' f16 d (or dmin) as f32.
+inline __m512 pair_f16(const std::uint8_t* p, std::int64_t partner) {
+    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
+    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + partner));
+    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
+}
+
+// 4 activation quants (inputs 4 i .. 4 i + 3), broadcast to every column lane.
+inline __m512i broadcast4(const ActBlockK& a, int i) {
+    std::int32_t v;
+    std::memcpy(&v, a.qs + 4 * i, sizeof(v));
+    return _mm512_set1_epi32(v);
+}
+
+// Columns [c0, c0 + 16) of one output row, clipped to n (a masked store
+// touches no lane past it).
+inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
+    const std::int64_t left = n - c0;
+    if (left >= 2 * kGroupColumns)
+        _mm512_storeu_ps(row + c0, v);
+    else
+        _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
+}
+
+// v's 16-bit lanes shifted left by s bits (right by -s). Masked after, so
+// bits crossing between a lane's two bytes never matter.
+inline __m512i shift16(__m512i v, int s) {
+    return s > 0   ? _mm512_slli_epi16(v, static_cast<unsigned>(s))
+           : s < 0 ? _mm512_srli_epi16(v, static_cast<unsigned>(-s))
+                   : v;
+}
+
+// The quants of inputs 32 c + 8 p + (0..3) (lo) and 32 c + 8 p + 4 + (0..3)
+// (hi) of chunk c, for the pair whose record is at rec: the nibbles, joined
+// with their high bits (kquant_layout.hpp).
+template <GroupedFormat kFormat>
+inline void quants(const std::uint8_t* rec, std::int64_t partner, int c, int p, __m512i& lo,
+                   __m512i& hi) {
+    constexpr KRecordLayout kL = k_record(kFormat);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i packed = load_pair(rec + 128 * c + 32 * p, partner);
+    lo = _mm512_and_si512(packed, nibble);
+    hi = _mm512_and_si512(_mm512_srli_epi16(packed, 4), nibble);
+    if constexpr (kFormat == GroupedFormat::q5_k) {
+        // bit 2 p: the fifth bit of lo, bit 2 p + 1: of hi.
+        const __m512i bits = load_pair(rec + kL.high + 32 * c, partner);
+        const __m512i fifth = _mm512_set1_epi8(0x10);
+        lo = _mm512_or_si512(lo, _mm512_and_si512(shift16(bits, 4 - 2 * p), fifth));
+        hi = _mm512_or_si512(hi, _mm512_and_si512(shift16(bits, 3 - 2 * p), fifth));
+    } else if constexpr (kFormat == GroupedFormat::q6_k) {
+        // p = 2 v + s: bits 4 s, 4 s + 1 of plane v: lo's top two; 4 s + 2, 4 s + 3: hi's.
+        const __m512i bits = load_pair(rec + kL.high + 64 * c + 32 * (p / 2), partner);
+        const __m512i top = _mm512_set1_epi8(0x30);
+        const int s = p % 2;
+        lo = _mm512_or_si512(lo, _mm512_and_si512(shift16(bits, 4 - 4 * s), top));
+        hi = _mm512_or_si512(hi, _mm512_and_si512(shift16(bits, 2 - 4 * s), top));
+    }
+}
+
+// One sub-block i of R rows over G pairs: the column sums S from `start`
+// (inputs 8 p0 .. 8 p1 of chunk c), then isum += S * sc.
+template <GroupedFormat kFormat, int R, int G>
+inline void sub_block(const std::uint8_t* const (&rec)[G], std::int64_t partner,
+                      const ActBlockK* const (&a)[R], int c, int p0, int p1, int i,
+                      const __m512i (&start)[R], __m512i (&isum)[G][R]) {
+    constexpr KRecordLayout kL = k_record(kFormat);
+    __m512i sums[G][R];
+    for (int r = 0; r < R; ++r)
+        for (int q = 0; q < G; ++q) sums[q][r] = start[r];
+    for (int p = p0; p < p1; ++p) {
+        __m512i lo[G], hi[G];
+        for (int q = 0; q < G; ++q) quants<kFormat>(rec[q], partner, c, p, lo[q], hi[q]);
+        for (int r = 0; r < R; ++r) {
+            const __m512i a_lo = broadcast4(*a[r], 8 * c + 2 * p);
+            const __m512i a_hi = broadcast4(*a[r], 8 * c + 2 * p + 1);
+            for (int q = 0; q < G; ++q) {
+                sums[q][r] = _mm512_dpbusd_epi32(sums[q][r], lo[q], a_lo);
+                sums[q][r] = _mm512_dpbusd_epi32(sums[q][r], hi[q], a_hi);
+            }
+        }
+    }
+    for (int q = 0; q < G; ++q) {
+        const __m512i sc =
+            pair_bytes<kFormat == GroupedFormat::q6_k>(rec[q] + kL.scales + 8 * i, partner);
+        for (int r = 0; r < R; ++r)
+            isum[q][r] = _mm512_add_epi32(isum[q][r], _mm512_mullo_epi32(sums[q][r], sc));
+    }
+}
+
+// isum of R rows over G pairs for one super-block.
+template <GroupedFormat kFormat, int R, int G>
+inline void super_block_isum(const std::uint8_t* const (&rec)[G], std::int64_t partner,
+                             const ActBlockK* const (&a)[R], __m512i (&isum)[G][R]) {
+    for (int q = 0; q < G; ++q)
+        for (int r = 0; r < R; ++r) isum[q][r] = _mm512_setzero_si512();
+    for (int c = 0; c < 8; ++c) {
+        __m512i start[R];
+        if constexpr (kFormat == GroupedFormat::q6_k) {
+            // Sub-blocks 2 c (p 0, 1) and 2 c + 1 (p 2, 3), offset 32 taken out.
+            for (int h = 0; h < 2; ++h) {
+                for (int r = 0; r < R; ++r)
+                    start[r] = _mm512_set1_epi32(-32 * a[r]->bsums[2 * c + h]);
+                sub_block<kFormat, R, G>(rec, partner, a, c, 2 * h, 2 * h + 2, 2 * c + h, start,
+                                         isum);
+            }
+        } else {
+            for (int r = 0; r < R; ++r) start[r] = _mm512_setzero_si512();
+            sub_block<kFormat, R, G>(rec, partner, a, c, 0, 4, c, start, isum);
+        }
+    }
+}
+
+// -msum of R rows over G pairs (Q4_K, Q5_K): mins as word pairs against the
+// row's negated 32-sums B_i = bsums[2 i] + bsums[2 i + 1] in pairs
+// (|B_i| <= 32 * 127, a word).
+template <GroupedFormat kFormat, int R, int G>
+inline void super_block_neg_msum(const std::uint8_t* const (&rec)[G], std::int64_t partner,
+                                 const ActBlockK* const (&a)[R], __m512i (&neg)[G][R]) {
+    constexpr KRecordLayout kL = k_record(kFormat);
+    __m512i mins[G][4];
+    for (int q = 0; q < G; ++q)
+        for (int k = 0; k < 4; ++k) mins[q][k] = pair_mins(rec[q] + kL.mins + 16 * k, partner);
+    for (int r = 0; r < R; ++r) {
+        const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[r]->bsums));
+        const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[r]->bsums + 8));
+        const __m128i neg_b = _mm_sub_epi16(_mm_setzero_si128(), _mm_hadd_epi16(s0, s1));
+        alignas(16) std::int32_t b_pairs[4];
+        _mm_store_si128(reinterpret_cast<__m128i*>(b_pairs), neg_b);
+        for (int q = 0; q < G; ++q) neg[q][r] = _mm512_setzero_si512();
+        for (int k = 0; k < 4; ++k) {
+            const __m512i b = _mm512_set1_epi32(b_pairs[k]);
+            for (int q = 0; q < G; ++q) neg[q][r] = _mm512_dpwssd_epi32(neg[q][r], mins[q][k], b);
+        }
+    }
+}
+
+// R rows of y over G pairs of groups from `first` on (pair q: groups at
+// first + 2 q stride and that + partner), columns from c0: per pair, its
+// records in order, one f32 accumulator per row.
+template <GroupedFormat kFormat, int R, int G>
+void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std::int64_t partner,
+           const ActBlockK* x, std::int64_t x_stride, float* y, std::int64_t ldy, std::int64_t c0,
+           std::int64_t n) {
+    constexpr KRecordLayout kL = k_record(kFormat);
+    __m512 acc[G][R];
+    for (int q = 0; q < G; ++q)
+        for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
+    const std::uint8_t* record = first;
+    for (std::int64_t b = 0; b < nb; ++b, record += kL.bytes) {
+        const std::uint8_t* rec[G];
+        for (int q = 0; q < G; ++q) {
+            rec[q] = record + 2 * q * stride;
+            prefetch_ahead<kFormat>(rec[q]);
+            prefetch_ahead<kFormat>(rec[q] + partner);
+        }
+        const ActBlockK* a[R];
+        for (int r = 0; r < R; ++r) a[r] = x + r * x_stride + b;
+        __m512i isum[G][R];
+        super_block_isum<kFormat, R, G>(rec, partner, a, isum);
+        for (int q = 0; q < G; ++q) {
+            const __m512 d = pair_f16(rec[q] + kL.d, partner);
+            for (int r = 0; r < R; ++r)
+                acc[q][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[q][r]),
+                                            _mm512_mul_ps(d, _mm512_set1_ps(a[r]->d)), acc[q][r]);
+        }
+        if constexpr (kFormat != GroupedFormat::q6_k) {
+            __m512i neg[G][R];
+            super_block_neg_msum<kFormat, R, G>(rec, partner, a, neg);
+            for (int q = 0; q < G; ++q) {
+                const __m512 dmin = pair_f16(rec[q] + kL.dmin, partner);
+                for (int r = 0; r < R; ++r)
+                    acc[q][r] =
+                        _mm512_fmadd_ps(_mm512_cvtepi32_ps(neg[q][r]),
+                                        _mm512_mul_ps(dmin, _mm512_set1_ps(a[r]->d)), acc[q][r]);
+            }
+        }
+    }
+    for (int q = 0; q < G; ++q)
+        for (int r = 0; r < R; ++r)
+            store_pair(acc[q][r], y + r * ldy, c0 + 2 * q * kGroupColumns, n);
+}
+
+// Pairs of groups a pass reads side by side: 2 for passes of up to
+// kNarrowRows rows (a decode's single row then reads 4 weight streams per
+// core, as Q4_0's kernel does), else 1; and rows per pass. Q4_K in passes
+// of 4 rows over 2 pairs, as Q4_0; Q5_K and Q6_K, whose high bits take
+// 6-8 more instructions per 32 bytes of nibbles to join, in passes of 6
+// rows over 1 pair, so that more rows share that work. llama7b, 512
+// tokens, 2 threads, Zen 5 (GFLOP/s; 4 rows x 2 pairs, 8 x 1, 6 x 1): Q4_K
+// 835, 846, 811; Q5_K 646, 755, 877; Q6_K 496, 628, 663.
+template <GroupedFormat kFormat>
+constexpr int kPassRows = kFormat == GroupedFormat::q4_k ? 4 : 6;
+template <GroupedFormat kFormat>
+constexpr int kNarrowRows = kFormat == GroupedFormat::q4_k ? 4 : 2;
+constexpr int kNarrowPairs = 2;
+
+// R rows of y for the whole tile: G pairs at a time, then single pairs,
+// then a last group alone.
+template <GroupedFormat kFormat, int R, int G = 1>
+void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlockK* x,
+          std::int64_t x_stride, float* y, std::int64_t ldy) {
+    const std::int64_t groups = column_groups(n);
+    const std::int64_t stride = nb * static_cast<std::int64_t>(record_bytes(kFormat));
+    std::int64_t g = 0;
+    for (; g + 2 * G <= groups; g += 2 * G)
+        pairs<kFormat, R, G>(tile + g * stride, nb, stride, stride, x, x_stride, y, ldy,
+                             g * kGroupColumns, n);
+    for (; g + 2 <= groups; g += 2)
+        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, stride, x, x_stride, y, ldy,
+                             g * kGroupColumns, n);
+    if (g < groups)
+        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, 0, x, x_stride, y, ldy,
+                             g * kGroupColumns, n);
+}
+
+template <GroupedFormat kFormat>
+void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlockK* x,
+          std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
+    const std::int64_t nb = format_blocks(kFormat, k);
+    row_passes<kPassRows<kFormat>>(rows_total, [&](auto height, std::int64_t m) {
+        constexpr int R = decltype(height)::value;
+        rows<kFormat, R, R <= kNarrowRows<kFormat> ? kNarrowPairs : 1>(
+            tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
+    });
+}
+
+}  // namespace
+
+KQuantKernels kquant_kernels_avx512_vnni() noexcept {
+    return {&gemm<GroupedFormat::q4_k>, &gemm<GroupedFormat::q5_k>, &gemm<GroupedFormat::q6_k>};
+}
 
 }  // namespace swiglu::detail

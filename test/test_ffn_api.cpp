@@ -126,9 +126,9 @@ TEST_CASE("construction: boundary sizes and counts, each message naming the argu
                      {"options.threads", "[1, 4096]", "got " + std::to_string(threads)});
     expect_error(
         [&] {
-            (void)Ffn(g, u, dn, Options{1, static_cast<Dtype>(7)});
+            (void)Ffn(g, u, dn, Options{1, static_cast<Dtype>(8)});  // one past q6_k
         },
-        bad, {"options.dtype", "got 7"});
+        bad, {"options.dtype", "got 8"});
     CHECK(Ffn(g, u, dn, Options{0}).threads() >= 1);
     CHECK(Ffn(g, u, dn, Options{1}).threads() == 1);
 }

@@ -183,7 +183,7 @@ TEST_CASE("decode_values of any range equals the slice of the whole row") {
 }
 
 TEST_CASE("the names lists come from the table") {
-    CHECK(format_names(FormatSet::runs) == "f32, bf16, int8, q8_0 or q4_0");
+    CHECK(format_names(FormatSet::runs) == "f32, bf16, int8, q8_0, q4_0, q4_k, q5_k or q6_k");
     CHECK(format_names(FormatSet::stored, ", ", " and ") ==
           "F32, BF16, F16, Q8_0, Q4_0, Q4_K, Q5_K and Q6_K");
     CHECK(format_names(FormatSet::safetensors) == "F32, BF16 or F16");
@@ -193,7 +193,7 @@ TEST_CASE("the names lists come from the table") {
     CHECK(swiglu::dtype_from_name("Q4_0", &d));
     CHECK(d == Dtype::q4_0);
     CHECK_FALSE(swiglu::dtype_from_name("f16", &d));  // stored, not run
-    CHECK_FALSE(swiglu::dtype_from_name("q4_k", &d));
+    CHECK_FALSE(swiglu::dtype_from_name("q2_k", &d));  // a GGUF type we do not read
     CHECK_FALSE(swiglu::dtype_from_name("3", &d));
     CHECK(d == Dtype::q4_0);  // untouched on failure
     for (Dtype t : swiglu::kDtypes) {

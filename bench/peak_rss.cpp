@@ -64,11 +64,30 @@ struct Args {
     swiglu::Dtype dtype = swiglu::Dtype::f32;
 };
 
+// The packed weights' bytes per weight (GGUF's blocks with their scales),
+// for the figure printed beside the measured ones.
+double bytes_per_weight(swiglu::Dtype dtype) {
+    switch (dtype) {
+        case swiglu::Dtype::f32: return 4;
+        case swiglu::Dtype::bf16: return 2;
+        case swiglu::Dtype::int8: return 1;
+        case swiglu::Dtype::q8_0: return 34.0 / 32;
+        case swiglu::Dtype::q4_0: return 18.0 / 32;
+        case swiglu::Dtype::q4_k: return 144.0 / 256;
+        case swiglu::Dtype::q5_k: return 176.0 / 256;
+        case swiglu::Dtype::q6_k: return 210.0 / 256;
+    }
+    return 4;
+}
+
 [[noreturn]] void usage(const char* why) {
+    std::string names;
+    for (swiglu::Dtype t : swiglu::kDtypes)
+        names += std::string(names.empty() ? "" : "|") + swiglu::dtype_name(t);
     std::fprintf(stderr,
                  "swiglu_peak_rss: %s\nusage: swiglu_peak_rss [--d D] [--f F] [--tokens N,N,...] "
-                 "[--threads N] [--dtype f32|bf16|int8|q8_0|q4_0] [--weights FILE [--layer N]]\n",
-                 why);
+                 "[--threads N] [--dtype %s] [--weights FILE [--layer N]]\n",
+                 why, names.c_str());
     std::exit(2);
 }
 
@@ -204,10 +223,7 @@ int main(int argc, char** argv) {
         return ok ? 0 : 1;
     }
     const double packed_mib = 3.0 * static_cast<double>(a.d) * static_cast<double>(a.f) *
-                              (a.dtype == swiglu::Dtype::f32    ? 4
-                               : a.dtype == swiglu::Dtype::bf16 ? 2
-                                                                : 1) /
-                              (1 << 20);
+                              bytes_per_weight(a.dtype) / (1 << 20);
     std::printf(
         "swiglu %s, d = %lld, f = %lld, %s, threads %d (0 = all cores): packed weights %.1f MiB\n",
         swiglu::version(), static_cast<long long>(a.d), static_cast<long long>(a.f),

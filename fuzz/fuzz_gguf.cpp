@@ -7,7 +7,8 @@
 // decode in full, and discovery and loading over it must give weights of
 // the shapes they claim or a one-line invalid_argument / unsupported error.
 // Anything else (a crash, a sanitizer report, another exception, a broken
-// invariant) aborts, and libFuzzer keeps the input.
+// invariant) aborts, and libFuzzer keeps the input. Every listed block's
+// formats under --dtype stored (stored_options) must be a pair a block runs.
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -18,6 +19,7 @@
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
+#include "formats/format_table.hpp"
 #include "io/checkpoint_files.hpp"
 #include "io/checkpoint_loader.hpp"
 #include "io/gguf.hpp"
@@ -76,7 +78,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     load(files, {0, "", -1});
     load(files, {1, "", -1});
     load(files, {-1, "blk.0.", -1});
-    for (const swiglu::BlockInfo& b : swiglu::detail::list_blocks(files))
-        if (b.problem.empty() && (b.d < 1 || b.f < 1)) broken("listed block without a shape");
+    swiglu::Options stored;
+    stored.keep_stored = true;
+    for (const swiglu::BlockInfo& b : swiglu::detail::list_blocks(files)) {
+        if (!b.problem.empty()) continue;
+        if (b.d < 1 || b.f < 1) broken("listed block without a shape");
+        if (b.import_note.find('\n') != std::string::npos) broken("a note of several lines");
+        // What --dtype stored runs a loadable block in: no error, a pair a
+        // block runs, and blocks of a size the formats have.
+        const swiglu::Options o = swiglu::stored_options(b, stored);
+        const swiglu::Dtype down = o.down_dtype.value_or(o.dtype);
+        if (o.keep_stored) broken("stored_options left keep_stored set");
+        if (down != o.dtype &&
+            (swiglu::detail::traits(o.dtype).block == 1 || swiglu::detail::traits(down).block == 1))
+            broken("stored_options chose a pair no block runs");
+        const std::int64_t block = swiglu::block_values(b, stored);
+        if (block != 1 && block != 32 && block != 256) broken("block_values of no format");
+    }
     return 0;
 }

@@ -336,6 +336,17 @@ def q8_0_bytes(values):
     return out
 
 
+def q_k_bytes(values, ggml_type=12):
+    """Super-blocks of 256 in Q4_K (12), Q5_K (13) or Q6_K (14) as bytes of a
+    fixed pattern (a scale of 1/64 and varied quants): well-formed blocks of
+    any values the format holds, for seeds; `values` gives only the count."""
+    size = {12: 144, 13: 176, 14: 210}[ggml_type]
+    one = bytes((i * 37 + 11) % 256 for i in range(size))
+    scale = struct.pack("<e", 1.0 / 64)
+    block = (one[:-2] + scale) if ggml_type == 14 else (scale + scale + one[4:])
+    return block * (len(values) // 256)
+
+
 def gguf_block(encode, ggml_type, d=32, f=32):
     """blk.0.ffn_* of a block with d inputs (a multiple of 32 for the block types)."""
     return [("blk.0.ffn_gate.weight", [d, f], ggml_type, encode(ramp(d * f, offset=1))),
@@ -384,6 +395,13 @@ def gguf_files():
         + b"\0" * 9 + b"\0" * 128)
     bad["duplicate_tensor"] = gguf_file([("a", [4], 0, f32_bytes(ramp(4))), ("a", [4], 0, f32_bytes(ramp(4)))])
     bad["duplicate_key"] = gguf_file(gguf_block(f32_bytes, 0, d=D, f=F), arch + arch, 2)
+    # K-quants (Q4_K 12, Q5_K 13, Q6_K 14): rows of whole super-blocks of 256,
+    # every byte of them in the file.
+    bad["q4_k_row_not_whole_superblocks"] = gguf_file([("blk.0.ffn_gate.weight", [288, 1], 12, b"\0" * 288)])
+    bad["q5_k_row_shorter_than_a_superblock"] = gguf_file([("blk.0.ffn_up.weight", [100, 2], 13, b"\0" * 352)])
+    k_m = gguf_file(gguf_block(q_k_bytes, 12, d=256, f=32)[:2] + [
+        ("blk.0.ffn_down.weight", [32, 256], 14, q_k_bytes(ramp(32 * 256), 14))])
+    bad["q6_k_truncated_superblock"] = k_m[:-100]
     bad["weight_type_q4_1"] = gguf_file([(n, ne, 3 if "gate" in n else 0,
                                           b"\0" * 20 if "gate" in n else raw)
                                          for n, ne, _, raw in gguf_block(f32_bytes, 0, d=D, f=F)])
@@ -403,6 +421,17 @@ def gguf_files():
                                        exps("down", [F, D], D * F)])
     files.update({"gguf_%s.gguf" % k: v for k, v in bad.items()})
     files["seed_q8_0_d32.gguf"] = gguf_file(gguf_block(q8_0_bytes, 8))
+    # Q4_K_M's mix (gate, up Q4_K; down Q6_K over f = 256), and one whose
+    # super-blocks' scales are NaN and Inf: they load and run to NaN.
+    files["seed_q4_k_m_d256.gguf"] = gguf_file(
+        gguf_block(q_k_bytes, 12, d=256, f=256)[:2]
+        + [("blk.0.ffn_down.weight", [256, 256], 14, q_k_bytes(ramp(256 * 256), 14))])
+    def scales(raw, at, f16):  # every super-block's f16 at byte `at` set to f16
+        return b"".join(raw[i:i + at] + f16 + raw[i + at + 2:i + 176] for i in range(0, len(raw), 176))
+    nan_inf = {"gate": (0, b"\x00\x7e"), "up": (2, b"\x00\x7c"), "down": (0, b"\x00\xfc")}
+    files["seed_q5_k_nan_scales.gguf"] = gguf_file(
+        [(n, ne, 13, scales(q_k_bytes(ramp(256 * 256), 13), *nan_inf[n.split("_")[1].split(".")[0]]))
+         for n, ne, _, _ in gguf_block(f32_bytes, 0, d=256, f=256)])
     return files
 
 

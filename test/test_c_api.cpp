@@ -13,10 +13,12 @@
 #include <vector>
 
 #include <swiglu/swiglu.h>
+#include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
 #include "error_checks.hpp"
+#include "gguf_writer.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
 
@@ -27,8 +29,14 @@ using swiglu::test::error_mentions;
 
 namespace {
 
+// Zeroed first, as C callers must: the fields after dtype keep their old
+// behaviour at zero.
 swiglu_options c_options(int threads, swiglu_dtype dtype = SWIGLU_DTYPE_F32) {
-    return {threads, dtype};
+    swiglu_options o;
+    std::memset(&o, 0, sizeof o);
+    o.threads = threads;
+    o.dtype = dtype;
+    return o;
 }
 
 }  // namespace
@@ -40,7 +48,7 @@ TEST_CASE("create, query, forward, destroy") {
     const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
                         dn = c_weight(b.down_view());
     swiglu_ffn* ffn = nullptr;
-    const swiglu_options two_threads = {2, SWIGLU_DTYPE_F32};
+    const swiglu_options two_threads = c_options(2, SWIGLU_DTYPE_F32);
     REQUIRE(swiglu_ffn_create(&g, &u, &dn, &two_threads, &ffn) == SWIGLU_OK);
     REQUIRE(ffn != nullptr);
     CHECK(std::string(swiglu_last_error()).empty());
@@ -89,10 +97,10 @@ TEST_CASE("every error path returns a status and a message") {
     bad.cols = 12;
     CHECK(swiglu_ffn_create(&g, &bad, &dn, nullptr, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("up is"));
-    const swiglu_options bad_threads = {-3, SWIGLU_DTYPE_F32};
+    const swiglu_options bad_threads = c_options(-3, SWIGLU_DTYPE_F32);
     CHECK(swiglu_ffn_create(&g, &u, &dn, &bad_threads, &ffn) == SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("threads"));
-    swiglu_options bad_dtype = {1, SWIGLU_DTYPE_F32};
+    swiglu_options bad_dtype = c_options(1, SWIGLU_DTYPE_F32);
     const int nine = 9;
     std::memcpy(&bad_dtype.dtype, &nine, sizeof(nine));
     CHECK(swiglu_ffn_create(&g, &u, &dn, &bad_dtype, &ffn) == SWIGLU_INVALID_ARGUMENT);
@@ -176,7 +184,7 @@ TEST_CASE("a checkpoint's block chosen by layer, expert or prefix") {
     const std::string path = swiglu::test::temp_dir() + "/moe.safetensors";
     swiglu::test::write_file(path, swiglu::test::safetensors_bytes(tensors));
     const auto x = swiglu::test::random_input(2, 6, 3);
-    const swiglu_options one_thread = {1, SWIGLU_DTYPE_F32};
+    const swiglu_options one_thread = c_options(1, SWIGLU_DTYPE_F32);
 
     swiglu_block_selector selector = SWIGLU_BLOCK_SELECTOR_ANY;
     selector.expert = 1;
@@ -228,7 +236,7 @@ TEST_CASE("bf16 and int8 through the C API give the C++ API's numbers") {
         {SWIGLU_DTYPE_Q8_0, swiglu::Dtype::q8_0},
         {SWIGLU_DTYPE_Q4_0, swiglu::Dtype::q4_0}};
     for (const auto& [c_dtype, dtype] : dtypes) {
-        const swiglu_options options = {1, c_dtype};
+        const swiglu_options options = c_options(1, c_dtype);
         swiglu_ffn* ffn = nullptr;
         if (dtype == swiglu::Dtype::int8 && !swiglu::test::int8_supported()) {
             CHECK(swiglu_ffn_create(&g, &u, &dn, &options, &ffn) == SWIGLU_UNSUPPORTED);
@@ -385,7 +393,7 @@ TEST_CASE("C API: a checkpoint with a bad thread count or an unconvertible dtype
                                       {p + "down_proj.weight", "F32", {4, 8}, b.down},
                                   }));
     swiglu_ffn* ffn = reinterpret_cast<swiglu_ffn*>(0x1);
-    const swiglu_options negative = {-1, SWIGLU_DTYPE_F32}, absurd = {5000, SWIGLU_DTYPE_F32};
+    const swiglu_options negative = c_options(-1), absurd = c_options(5000);
     CHECK(swiglu_ffn_create_from_safetensors(good.c_str(), 0, nullptr, &negative, &ffn) ==
           SWIGLU_INVALID_ARGUMENT);
     CHECK(error_mentions("threads"));
@@ -414,6 +422,68 @@ TEST_CASE("C API: a checkpoint with a bad thread count or an unconvertible dtype
     // The empty prefix means no prefix.
     REQUIRE(swiglu_ffn_create_from_safetensors(good.c_str(), -1, "", nullptr, &ffn) == SWIGLU_OK);
     swiglu_ffn_destroy(ffn);
+}
+
+TEST_CASE("down_dtype and keep_stored: a Q4_K_M block as the C++ API runs it") {
+    const std::int64_t d = 256, f = 512;
+    RandomBlock b(d, f, swiglu::Layout::out_in, 8);
+    const swiglu_weight g = c_weight(b.gate_view()), u = c_weight(b.up_view()),
+                        dn = c_weight(b.down_view());
+    const auto x = swiglu::test::random_input(2, d, 3);
+    swiglu_options mixed = c_options(1, SWIGLU_DTYPE_Q4_K);
+    mixed.has_down_dtype = 1;
+    mixed.down_dtype = SWIGLU_DTYPE_Q6_K;
+    swiglu::Options cpp_mixed;
+    cpp_mixed.threads = 1;
+    cpp_mixed.dtype = swiglu::Dtype::q4_k;
+    cpp_mixed.down_dtype = swiglu::Dtype::q6_k;
+    swiglu_ffn* ffn = nullptr;
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, &mixed, &ffn) == SWIGLU_OK);
+    std::vector<float> y(x.size()), want(x.size());
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 2) == SWIGLU_OK);
+    swiglu_ffn_destroy(ffn);
+    swiglu::Ffn(b.gate_view(), b.up_view(), b.down_view(), cpp_mixed)
+        .forward(x.data(), want.data(), 2);
+    CHECK(y == want);
+
+    // down_dtype is read only with has_down_dtype; then checked like dtype.
+    swiglu_options bad = mixed;
+    const int nine = 9;
+    std::memcpy(&bad.down_dtype, &nine, sizeof(nine));
+    CHECK(swiglu_ffn_create(&g, &u, &dn, &bad, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("down_dtype"));
+    CHECK(error_mentions("(got 9)"));
+    CHECK(ffn == nullptr);
+    bad.has_down_dtype = 0;
+    REQUIRE(swiglu_ffn_create(&g, &u, &dn, &bad, &ffn) == SWIGLU_OK);
+    swiglu_ffn_destroy(ffn);
+    ffn = nullptr;
+    // f32 beside a block format: refused by the library, naming both.
+    bad = mixed;
+    bad.down_dtype = SWIGLU_DTYPE_F32;
+    CHECK(swiglu_ffn_create(&g, &u, &dn, &bad, &ffn) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("down_dtype f32"));
+    CHECK(ffn == nullptr);
+
+    // keep_stored on a GGUF file in Q4_K_M's mix: the same bits as the C++ loader.
+    const std::string path = swiglu::test::temp_dir() + "/q4_k_m.gguf";
+    swiglu::test::write_file(
+        path, swiglu::test::gguf_bytes({{"blk.0.ffn_gate.weight", 12, {d, f}, b.gate, ""},
+                                        {"blk.0.ffn_up.weight", 12, {d, f}, b.up, ""},
+                                        {"blk.0.ffn_down.weight", 14, {f, d}, b.down, ""}}));
+    swiglu_options stored = c_options(1);
+    stored.keep_stored = 1;
+    REQUIRE(swiglu_ffn_create_from_checkpoint(path.c_str(), nullptr, &stored, &ffn) == SWIGLU_OK);
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 2) == SWIGLU_OK);
+    swiglu_ffn_destroy(ffn);
+    swiglu::load_ffn(path, {}, cpp_mixed).forward(x.data(), want.data(), 2);
+    CHECK(y == want);
+    // Without it, dtype (f32) for all three.
+    REQUIRE(swiglu_ffn_create_from_checkpoint(path.c_str(), nullptr, nullptr, &ffn) == SWIGLU_OK);
+    CHECK(swiglu_ffn_forward(ffn, x.data(), y.data(), 2) == SWIGLU_OK);
+    swiglu_ffn_destroy(ffn);
+    swiglu::load_ffn(path, {}, swiglu::Options{}).forward(x.data(), want.data(), 2);
+    CHECK(y == want);
 }
 
 }  // TEST_SUITE

@@ -14,11 +14,13 @@
 
 #include <sys/stat.h>
 
+#include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
 #include "cli/npy.hpp"
 #include "dtypes.hpp"
+#include "gguf_writer.hpp"
 #include "process.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
@@ -305,6 +307,89 @@ TEST_CASE("--trace writes the intermediates") {
     test::write_file(fx.y_path, fx.sentinel);
     expect_failure(args, {fx.dir + "/file", "not a directory"});
     fx.check_untouched();
+}
+
+TEST_CASE("--dtype stored, a GGUF file's default, runs a Q4_K_M block as stored") {
+    Fixture fx;
+    const std::int64_t d = 256, f = 512;  // whole super-blocks
+    const RandomBlock b(d, f, Layout::out_in, 31);
+    const std::string gguf = fx.dir + "/q4_k_m.gguf";
+    test::write_file(gguf, test::gguf_bytes({{"blk.0.ffn_gate.weight", 12, {d, f}, b.gate, ""},
+                                             {"blk.0.ffn_up.weight", 12, {d, f}, b.up, ""},
+                                             {"blk.0.ffn_down.weight", 14, {f, d}, b.down, ""}}));
+    const std::vector<float> x = test::random_input(2, d, 9);
+    const std::string x_path = fx.dir + "/x256.npy";
+    write_npy(x_path, x, {2, d});
+    // What the library gives for the block as stored: gate/up Q4_K, down Q6_K.
+    auto expected = [&](const Options& o) {
+        std::vector<float> y(x.size());
+        load_ffn(gguf, {}, o).forward(x.data(), y.data(), 2);
+        return y;
+    };
+    Options stored;
+    stored.dtype = Dtype::q4_k;
+    stored.down_dtype = Dtype::q6_k;
+    for (const std::vector<std::string>& extra :
+         {std::vector<std::string>{}, std::vector<std::string>{"--dtype", "stored"},
+          std::vector<std::string>{"--dtype", "STORED"}}) {
+        std::vector<std::string> args = fx.run_args(gguf, x_path);
+        args.insert(args.end(), extra.begin(), extra.end());
+        const Result r = swiglu_cli(args);
+        INFO(command_line(args) << ": " << r.err);
+        REQUIRE(r.status == 0);
+        CHECK(detail::read_npy(fx.y_path).data == expected(stored));
+    }
+    // Another --dtype converts all three.
+    std::vector<std::string> args = fx.run_args(gguf, x_path);
+    args.insert(args.end(), {"--dtype", "q8_0"});
+    REQUIRE(swiglu_cli(args).status == 0);
+    Options q8;
+    q8.dtype = Dtype::q8_0;
+    CHECK(detail::read_npy(fx.y_path).data == expected(q8));
+
+    // info: each weight's stored format and what it runs in.
+    Result r = swiglu_cli({"info", "--weights", gguf});
+    INFO(r.err);
+    REQUIRE(r.status == 0);
+    for (const std::string& needle :
+         {std::string("gate:       blk.0.ffn_gate.weight\n"),
+          std::string("stored as:  mixed (gate Q4_K, up Q4_K, down Q6_K)\n"),
+          std::string("runs as:    q4_k (gate, up), q6_k (down)  (--dtype stored)\n"),
+          std::string("dtype:      q4_k (gate, up), q6_k (down)\n"),
+          std::string("--dtype stored runs the file's 1536 blocks as stored: gate/up Q4_K, "
+                      "down Q6_K")})
+        CHECK(r.out.find(needle) != std::string::npos);
+    r = swiglu_cli({"info", "--weights", gguf, "--dtype", "q8_0"});
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("runs as:    q8_0\n") != std::string::npos);
+    CHECK(r.out.find("dtype:      q8_0\n") != std::string::npos);
+    // --help lists stored among the dtypes.
+    r = swiglu_cli({"run", "--help"});
+    CHECK(r.out.find("stored|f32|bf16|int8|q8_0|q4_0|q4_k|q5_k|q6_k") != std::string::npos);
+    expect_failure({"info", "--weights", gguf, "--dtype", "q4_kk"}, {"--dtype", "stored", "q6_k"});
+}
+
+TEST_CASE("--dtype q4_k quantises a safetensors file's f32 weights; stored keeps them f32") {
+    Fixture fx;
+    for (const char* name : {"q4_k", "q6_k", "stored"}) {
+        CAPTURE(name);
+        std::vector<std::string> args = fx.run_args(fx.one, fx.x_path);
+        args.insert(args.end(), {"--dtype", name});
+        const Result r = swiglu_cli(args);
+        INFO(r.err);
+        REQUIRE(r.status == 0);
+        Options o;
+        if (std::string(name) != "stored") dtype_from_name(name, &o.dtype);
+        const Ffn ffn(fx.block0.gate_view(), fx.block0.up_view(), fx.block0.down_view(), o);
+        std::vector<float> y(fx.x.size());
+        ffn.forward(fx.x.data(), y.data(), 5);
+        CHECK(detail::read_npy(fx.y_path).data == y);
+    }
+    // Without --dtype a safetensors file runs f32.
+    const Result r = swiglu_cli({"info", "--weights", fx.one});
+    REQUIRE(r.status == 0);
+    CHECK(r.out.find("stored as:  F32\nruns as:    f32\n") != std::string::npos);
+    CHECK(r.out.find("dtype:      f32\n") != std::string::npos);
 }
 
 TEST_CASE("info reports the library, and the checkpoint when given one") {

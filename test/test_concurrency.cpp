@@ -164,7 +164,9 @@ TEST_CASE("16 threads on one C handle: bit-identical, and error messages stay pe
     CHECK(other.empty());
     CHECK(!std::string(swiglu_last_error()).empty());
 
-    const swiglu_options two_threads = {2, SWIGLU_DTYPE_F32};
+    swiglu_options two_threads;
+    std::memset(&two_threads, 0, sizeof two_threads);  // the fields we do not set: zero
+    two_threads.threads = 2;
     REQUIRE(swiglu_ffn_create(&g, &u, &dn, &two_threads, &ffn) == SWIGLU_OK);
 
     std::vector<int> mismatches(kThreads, 0), bad_status(kThreads, 0), bad_message(kThreads, 0);

@@ -506,6 +506,7 @@ TEST_CASE("int8 is refused, not computed wrong, where oneDNN has no VNNI kernel"
 
 TEST_CASE("options.dtype is validated") {
     RandomBlock b(7, 13, Layout::out_in, 1);
+    // 8: one past q6_k, the last Dtype.
     CHECK_THROWS_WITH_AS(
         Ffn(b.gate_view(), b.up_view(), b.down_view(), Options{1, static_cast<Dtype>(99)}),
         doctest::Contains("options.dtype"), Error);

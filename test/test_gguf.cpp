@@ -4,6 +4,7 @@
 // every malformed file refused with its message.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -165,8 +166,8 @@ TEST_CASE("--dtype q8_0 / q4_0 run a file's blocks as stored, whoever made them"
         const std::string path = m.write();
         const std::vector<BlockInfo> found = list_blocks(path);
         REQUIRE(found.size() == 1);
-        CHECK(found[0].import_note == std::string("--dtype ") + (q8 ? "q8_0" : "q4_0") +
-                                          " runs the file's 192 " + c.name +
+        CHECK(found[0].import_note == std::string("--dtype stored (or ") + (q8 ? "q8_0" : "q4_0") +
+                                          ") runs the file's 192 " + c.name +
                                           " blocks as stored; other --dtype values start from "
                                           "their exact values");
         const LoadedWeights w = load_weights(path);
@@ -350,6 +351,17 @@ TEST_CASE("malformed files are refused, each with its message") {
         {with_tensor(info("t", {1ull << 40, 1ull << 40}, 0, 0)), "product overflows 64 bits"},
         {with_tensor(info("t", {1ull << 63, 1}, 0, 0)), "product overflows 64 bits"},
         {with_tensor(info("t", {33, 2}, 8, 0)), "a row of 33 values is not a whole number of Q8_0"},
+        // K-quants: rows of whole super-blocks of 256, every byte of them there.
+        {with_tensor(info("blk.0.ffn_gate.weight", {288, 1}, 12, 0), 256),
+         "tensor \"blk.0.ffn_gate.weight\": a row of 288 values is not a whole number of Q4_K "
+         "blocks of 256"},
+        {with_tensor(info("blk.0.ffn_up.weight", {100, 4}, 13, 0)),
+         "tensor \"blk.0.ffn_up.weight\": a row of 100 values is not a whole number of Q5_K"},
+        {with_tensor(info("blk.0.ffn_down.weight", {256, 2}, 14, 0), 300),
+         "tensor \"blk.0.ffn_down.weight\": bytes [0, 420) of the data run past its end (300 "
+         "bytes): the file is truncated"},
+        {with_tensor(info("blk.0.ffn_down.weight", {512, 1}, 12, 0), 200),
+         "tensor \"blk.0.ffn_down.weight\": bytes [0, 288) of the data run past its end"},
         {with_tensor(info("t", {4}, 0, 8)), "offset 8 is not a multiple of the alignment 32"},
         {with_tensor(info("t", {17}, 0, 0)), "run past its end (64 bytes)"},
         {with_tensor(info("t", {8}, 0, 0), 0), "run past its end (0 bytes): the file is truncated"},
@@ -395,4 +407,35 @@ TEST_CASE("arrays nest at most 8 deep") {
     CHECK(contains(gguf_error(bytes), "nests arrays deeper than 8"));
 }
 
-}  // TEST_SUITE
+TEST_CASE("K-quant super-blocks with NaN or Inf scales load and run to NaN, as ggml's do") {
+    // d = 256, f = 256; gate's first super-block gets a NaN d (Q4_K, Q5_K:
+    // the f16 at byte 0; Q6_K: the f16 at byte 208), up's an Inf one.
+    const std::int64_t d = 256, f = 256;
+    const RandomBlock b(d, f, Layout::out_in, 7);
+    for (const std::uint32_t type : {12u, 13u, 14u}) {
+        CAPTURE(type);
+        std::string gate = ggml_bytes(type, b.gate, d), up = ggml_bytes(type, b.up, d);
+        const std::size_t at = type == 14 ? 208 : 0;
+        gate.replace(at, 2, std::string("\x00\x7e", 2));  // f16 NaN
+        up.replace(at, 2, std::string("\x00\x7c", 2));    // f16 +Inf
+        const std::vector<GgufTensorSpec> tensors = {
+            {"blk.0.ffn_gate.weight", type, {d, f}, b.gate, gate},
+            {"blk.0.ffn_up.weight", type, {d, f}, b.up, up},
+            {"blk.0.ffn_down.weight", type, {f, d}, b.down, ""}};
+        const std::string path = temp_dir() + "/nan_scales.gguf";
+        write_file(path, gguf_bytes(tensors));
+        const LoadedWeights w = load_weights(path);
+        CHECK(std::isnan(w.gate[0]));
+        const std::vector<float> x = random_input(1, d, 3);
+        for (bool stored : {true, false}) {
+            Options o;
+            o.threads = 1;
+            o.keep_stored = stored;
+            std::vector<float> y(x.size());
+            load_ffn(path, {}, o).forward(x.data(), y.data(), 1);
+            // gate row 0 is NaN: act and with it every y is NaN.
+            for (float v : y) CHECK(std::isnan(v));
+        }
+    }
+}
+}

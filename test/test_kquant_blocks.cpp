@@ -15,6 +15,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <random>
 #include <string>
 #include <vector>
@@ -24,6 +25,7 @@
 #include "checkpoint_blocks.hpp"
 #include "formats/format_table.hpp"
 #include "gguf_writer.hpp"
+#include "io/checkpoint_loader.hpp"
 #include "kernels/kquant_blocks.hpp"
 #include "kquant_vectors.hpp"
 
@@ -260,7 +262,48 @@ TEST_CASE("a Q4_K_M-style GGUF file loads exactly and runs in every dtype") {
     REQUIRE(found.size() == 2);
     CHECK(found[0].source_dtype == "mixed (gate Q4_K, up Q4_K, down Q6_K)");
     CHECK(found[1].source_dtype == "mixed (gate Q5_K, up Q4_K, down Q4_K)");
-    CHECK(found[0].import_note.empty());  // no dtype runs these blocks as stored
+    CHECK(found[0].gate_format == "Q4_K");
+    CHECK(found[0].up_format == "Q4_K");
+    CHECK(found[0].down_format == "Q6_K");
+    // gate, up: f = 512 rows of one super-block; down: d = 256 rows of two.
+    CHECK(found[0].import_note ==
+          "--dtype stored runs the file's 1536 blocks as stored: gate/up Q4_K, down Q6_K; "
+          "other --dtype values start from their exact values");
+    CHECK(found[1].import_note ==
+          "--dtype stored runs all three as --dtype (f32 by default): gate Q5_K and up Q4_K "
+          "differ, and gate and up are packed in one format");
+
+    // keep_stored: layer 0 as stored (Q4_K gate/up, Q6_K down, the file's
+    // blocks packed unchanged: the same bits as naming those dtypes); layer
+    // 1's gate and up differ, so all three run in options.dtype.
+    Options stored;
+    stored.threads = 1;
+    stored.keep_stored = true;
+    const Options run0 = stored_options(found[0], stored), run1 = stored_options(found[1], stored);
+    CHECK(run0.dtype == Dtype::q4_k);
+    CHECK(run0.down_dtype == Dtype::q6_k);
+    CHECK_FALSE(run0.keep_stored);
+    CHECK(run1.dtype == Dtype::f32);
+    CHECK_FALSE(run1.down_dtype);
+    CHECK(block_values(found[0], stored) == 256);
+    CHECK(block_values(found[1], stored) == 256);  // stored K-quants, run in f32
+    {
+        const std::vector<float> x3 = test::random_input(3, d, 5);
+        const Ffn kept = load_ffn(path, WeightSelector{0, "", -1}, stored);
+        CHECK(kept.implementation().dtype == Dtype::q4_k);
+        CHECK(kept.implementation().down_dtype == Dtype::q6_k);
+        Options named = stored;
+        named.keep_stored = false;
+        named.dtype = Dtype::q4_k;
+        named.down_dtype = Dtype::q6_k;
+        std::vector<float> a(x3.size()), b(x3.size());
+        kept.forward(x3.data(), a.data(), 3);
+        load_ffn(path, WeightSelector{0, "", -1}, named).forward(x3.data(), b.data(), 3);
+        CHECK(a == b);
+        const Ffn fallback = load_ffn(path, WeightSelector{1, "", -1}, stored);
+        CHECK(fallback.implementation().dtype == Dtype::f32);
+        CHECK(fallback.implementation().down_dtype == Dtype::f32);
+    }
     const std::vector<float> x = test::random_input(3, d, 4);
     for (int n = 0; n < 2; ++n) {
         CAPTURE(n);
@@ -295,6 +338,55 @@ TEST_CASE("a Q4_K_M-style GGUF file loads exactly and runs in every dtype") {
                 CHECK(direct == copied);
         }
         test::check_forward(w, blocks[std::size_t(n)], path, selector);
+    }
+}
+
+TEST_CASE("keep_stored: each weight as stored where a block runs it, else the options' dtypes") {
+    using swiglu::Options;
+    const auto F = [](Format f) -> const FormatTraits& { return traits(f); };
+    struct Case {
+        Format gate, up, down;
+        Dtype dtype;
+        std::optional<Dtype> down_dtype;
+        Dtype want;
+        std::optional<Dtype> want_down;
+    };
+    const Case cases[] = {
+        // Element formats that run are kept too.
+        {Format::f32, Format::f32, Format::f32, Dtype::q8_0, {}, Dtype::f32, {}},
+        {Format::bf16, Format::bf16, Format::bf16, Dtype::f32, {}, Dtype::bf16, {}},
+        // F16 runs in no block: dtype (down: down_dtype where set).
+        {Format::f16, Format::f16, Format::f16, Dtype::bf16, {}, Dtype::bf16, {}},
+        {Format::f16, Format::f16, Format::q6_k, Dtype::q8_0, {}, Dtype::q8_0, Dtype::q6_k},
+        {Format::q4_k, Format::q4_k, Format::f16, Dtype::q4_0, Dtype::q8_0, Dtype::q4_k,
+         Dtype::q8_0},
+        // A pair no block runs (f32 beside a block format): all in options'.
+        {Format::f16, Format::f16, Format::q6_k, Dtype::f32, {}, Dtype::f32, {}},
+        {Format::q4_k, Format::q4_k, Format::f16, Dtype::f32, {}, Dtype::f32, {}},
+        {Format::bf16, Format::bf16, Format::q8_0, Dtype::f32, {}, Dtype::f32, {}},
+        // gate and up differ: all in options'.
+        {Format::q4_k, Format::q5_k, Format::q6_k, Dtype::q8_0, {}, Dtype::q8_0, {}},
+        // Q4_K_M's mixes.
+        {Format::q4_k, Format::q4_k, Format::q6_k, Dtype::f32, {}, Dtype::q4_k, Dtype::q6_k},
+        {Format::q4_k, Format::q4_k, Format::q4_k, Dtype::f32, {}, Dtype::q4_k, {}},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(F(c.gate).name);
+        CAPTURE(F(c.up).name);
+        CAPTURE(F(c.down).name);
+        Options o;
+        o.dtype = c.dtype;
+        o.down_dtype = c.down_dtype;
+        o.keep_stored = true;
+        const Options r = resolve_stored(F(c.gate), F(c.up), F(c.down), o);
+        CHECK(r.dtype == c.want);
+        CHECK(r.down_dtype.value_or(r.dtype) == c.want_down.value_or(c.want));
+        CHECK_FALSE(r.keep_stored);
+        // Without keep_stored the options stand as given.
+        o.keep_stored = false;
+        const Options same = resolve_stored(F(c.gate), F(c.up), F(c.down), o);
+        CHECK(same.dtype == c.dtype);
+        CHECK(same.down_dtype == c.down_dtype);
     }
 }
 }

@@ -33,9 +33,13 @@ struct SWIGLU_API BlockInfo {
     std::string source_dtype;  // "F32", "BF16", "F16" or "mixed (...)"
     std::int64_t d = 0, f = 0;
     std::string problem;  // why it would not load (shapes, dtype), or ""
-    // For GGUF Q8_0 / Q4_0 weights (all three in one format): that --dtype
-    // q8_0 / q4_0 runs the file's blocks as stored; else "".
+    // Where a weight is stored in a block format a block runs in (GGUF's
+    // Q8_0, Q4_0, Q4_K, Q5_K, Q6_K): what `--dtype stored`
+    // (Options::keep_stored) runs as stored, or why it cannot; else "".
     std::string import_note;
+    // Each weight's format as the file names it ("Q4_K", "F16", "BF16"):
+    // what Options::keep_stored keeps (stored_options). "" with a problem.
+    std::string gate_format, up_format, down_format;
 };
 
 // The three weights of one block, converted to f32 and owned here. Keep it
@@ -72,8 +76,22 @@ SWIGLU_API std::vector<BlockInfo> list_blocks(const std::string& path);
 // its values (problem is ""). Throws like load_weights.
 SWIGLU_API BlockInfo describe_block(const std::string& path, const WeightSelector& selector = {});
 
+// The options load_ffn and load_ffn_slice build `block` with: with
+// options.keep_stored, dtype and down_dtype as its stored formats decide
+// (Options::keep_stored) and keep_stored false; else `options` itself.
+// For `swiglu info` and the MPI shards, which need the dtypes before the
+// block is built. Throws invalid_argument for a format no file stores.
+SWIGLU_API Options stored_options(const BlockInfo& block, const Options& options);
+// The values per block (1, 32 or 256) of the largest block among the
+// block's stored formats and the ones it runs in under `options`: hidden
+// columns cut on multiples of it cut no block, stored or quantised
+// (load_ffn_slice, the MPI shards). Throws like stored_options.
+SWIGLU_API std::int64_t block_values(const BlockInfo& block, const Options& options);
+
 // load_weights + Ffn in one step. The block packs straight from the mapped
-// file, a tile at a time: no f32 copy of the weights is made.
+// file, a tile at a time: no f32 copy of the weights is made. With
+// options.keep_stored each weight runs in its stored format where it can
+// (stored_options).
 SWIGLU_API Ffn load_ffn(const std::string& path, const WeightSelector& selector = {},
                         const Options& options = {});
 
@@ -88,8 +106,8 @@ struct HiddenColumns {
 // partition [0, f) sum to it). What one rank of a tensor-parallel group runs
 // (swiglu/mpi.hpp). Only the pages of the file that hold that slice's
 // values are read (read-around is turned off where the slice is a window of
-// each row), except the rest of a GGUF block of 32 values a boundary cuts
-// (a slice on 32-column boundaries cuts none). Throws invalid_argument unless
+// each row), except the rest of a GGUF block a boundary cuts (32 values,
+// 256 for the K-quants: a slice on such boundaries cuts none). Throws invalid_argument unless
 // 0 <= begin < end <= f.
 SWIGLU_API Ffn load_ffn_slice(const std::string& path, HiddenColumns columns,
                               const WeightSelector& selector = {}, const Options& options = {});

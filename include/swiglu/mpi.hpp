@@ -30,6 +30,11 @@ struct ShardRange {
     std::int64_t size() const { return end - begin; }
 };
 SWIGLU_API ShardRange shard_range(std::int64_t f, int rank, int ranks);
+// The same for weights whose formats have blocks of `block` values
+// (block_values, swiglu/checkpoint.hpp): a block larger than 64 (the
+// K-quants' 256) is never cut, boundaries lie on its multiples even where
+// that leaves ranks none; smaller ones as above (the form above is block 32).
+SWIGLU_API ShardRange shard_range(std::int64_t f, int rank, int ranks, std::int64_t block);
 
 class SWIGLU_API ShardedFfn {
 public:

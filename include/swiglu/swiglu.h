@@ -50,11 +50,24 @@ typedef enum swiglu_dtype {
     SWIGLU_DTYPE_Q6_K = 7  /* GGUF Q6_K: super-blocks of 256, 6.5625 bits per weight */
 } swiglu_dtype;
 
-/* Options for creating a block; pass NULL for the defaults (all zero). */
+/* Options for creating a block; pass NULL for the defaults (all zero). Zero
+ * the whole struct ({0} or memset) before setting fields: fields added later
+ * are zero for the old behaviour. */
 typedef struct swiglu_options {
     int threads;        /* 0 = all cores this process may use; blocks with the
                            same count share one pool of workers */
-    swiglu_dtype dtype; /* SWIGLU_DTYPE_F32 by default */
+    swiglu_dtype dtype; /* SWIGLU_DTYPE_F32 by default; of gate and up only
+                           where has_down_dtype != 0 */
+    /* has_down_dtype != 0: down runs in down_dtype, which may differ from
+     * dtype among the block formats (Q8_0, Q4_0, Q4_K, Q5_K, Q6_K): a Q4_K_M
+     * file's blocks hold gate and up in Q4_K and down in Q6_K. */
+    int has_down_dtype;
+    swiglu_dtype down_dtype;
+    /* keep_stored != 0 (checkpoints only): each weight in the format the
+     * file stores it where a block runs that format, packed from the stored
+     * blocks unchanged; dtype (down: down_dtype) for the others (F16) and for
+     * all three where the stored formats cannot share a block. */
+    int keep_stored;
 } swiglu_options;
 
 typedef struct swiglu_ffn swiglu_ffn; /* opaque */

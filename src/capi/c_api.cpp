@@ -94,22 +94,29 @@ std::string c_dtype_names() {
     return out;
 }
 
-// NULL means the defaults. The dtype is read as an int for the same reason
-// as the layout above.
-swiglu::Options options_of(const swiglu_options* options) {
-    swiglu::Options out;
-    if (!options) return out;
+// A dtype field, read as an int for the same reason as the layout above.
+swiglu::Dtype dtype_of(const swiglu_dtype& field, const char* name) {
     int dtype = 0;
-    static_assert(sizeof(dtype) == sizeof(options->dtype), "swiglu_dtype is int-sized");
-    std::memcpy(&dtype, &options->dtype, sizeof(dtype));
+    static_assert(sizeof(dtype) == sizeof(field), "swiglu_dtype is int-sized");
+    std::memcpy(&dtype, &field, sizeof(dtype));
     // The C enum mirrors swiglu::Dtype value for value (asserted above).
     bool known = false;
     for (swiglu::Dtype t : swiglu::kDtypes) known = known || static_cast<int>(t) == dtype;
     if (!known)
-        invalid("options->dtype must be " + c_dtype_names() + " (got " + std::to_string(dtype) +
-                ")");
+        invalid(std::string("options->") + name + " must be " + c_dtype_names() + " (got " +
+                std::to_string(dtype) + ")");
+    return static_cast<swiglu::Dtype>(dtype);
+}
+
+// NULL means the defaults; so does a zeroed struct.
+swiglu::Options options_of(const swiglu_options* options) {
+    swiglu::Options out;
+    if (!options) return out;
     out.threads = options->threads;
-    out.dtype = static_cast<swiglu::Dtype>(dtype);
+    out.dtype = dtype_of(options->dtype, "dtype");
+    // down_dtype is read only where it is set: a zeroed one means f32.
+    if (options->has_down_dtype != 0) out.down_dtype = dtype_of(options->down_dtype, "down_dtype");
+    out.keep_stored = options->keep_stored != 0;
     return out;
 }
 

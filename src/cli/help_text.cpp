@@ -55,7 +55,12 @@ std::string run_description() {
            "in a Mixture-of-Experts layer) or name it with --block P; the error says which\n"
            "tells them apart, and 'swiglu info --weights FILE' lists every block found.\n"
            "A sharded checkpoint is named by its model.safetensors.index.json or its folder;\n"
-           "only the shards that hold the chosen block are read.";
+           "only the shards that hold the chosen block are read.\n"
+           "\n"
+           "--dtype stored, the default for a GGUF file, runs each weight in the format the\n"
+           "file stores it where a block runs that format (a Q4_K_M file's Q4_K gate and up\n"
+           "and Q6_K down, packed unchanged), f32 for the others; any other --dtype converts\n"
+           "all three from their exact values (the default for safetensors: f32).";
 }
 
 const char* const run_footer =
@@ -63,6 +68,9 @@ const char* const run_footer =
     "  swiglu run --weights model.safetensors --layer 3 --input x.npy --output y.npy\n"
     "  swiglu run --weights block.safetensors --input x.npy --output y.npy --threads 8\n"
     "  swiglu run --weights mixtral.safetensors --layer 3 --expert 5 --input x.npy \\\n"
+    "             --output y.npy\n"
+    "  swiglu run --weights model-Q4_K_M.gguf --layer 3 --input x.npy --output y.npy\n"
+    "  swiglu run --weights model.safetensors --layer 3 --dtype q4_k --input x.npy \\\n"
     "             --output y.npy\n"
     "  swiglu run --weights model.safetensors --block model.layers.3.mlp. \\\n"
     "             --input x.npy --output y.npy --trace trace/\n"
@@ -79,7 +87,8 @@ const char* const info_description =
     "(d = 64, f = 128). With --weights, every block the checkpoint holds is listed\n"
     "(prefix, scheme, layer, expert, d, f, dtype, or why it would not load); then,\n"
     "when there is one or --layer, --expert or --block chooses one, that block's\n"
-    "tensor names and parameter count, and the kernels it runs on.";
+    "tensor names, each weight's stored format and the one it runs in under --dtype,\n"
+    "its parameter count, and the kernels it runs on.";
 
 const char* const info_footer =
     "Examples:\n"

@@ -2,6 +2,8 @@
 // what a checkpoint holds.
 #pragma once
 
+#include <string>
+
 #include <CLI/CLI.hpp>
 
 #include "weights_options.hpp"
@@ -11,7 +13,7 @@ namespace swiglu::cli {
 struct InfoArgs {
     WeightsArgs weights;  // path empty: no checkpoint
     int threads = 0;
-    Dtype dtype = Dtype::f32;
+    std::string dtype;  // --dtype as given; "": the file's default (block_options)
 };
 
 CLI::App* add_info_command(CLI::App& app, InfoArgs& args);

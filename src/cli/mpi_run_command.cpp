@@ -59,7 +59,7 @@ void mpi_run_command(const RunArgs& args) {
     });
     // Every rank maps the checkpoint and packs only its shard.
     const ShardedFfn ffn(comm, args.weights.path, args.weights.selector(),
-                         Options{args.threads, args.dtype});
+                         block_options(args.weights.path, args.threads, args.dtype));
     std::int64_t tokens = 0;
     on_root(comm, root, [&] { tokens = input_rows(x, ffn.d(), args.input); });
     detail::check_mpi(MPI_Bcast(&tokens, 1, MPI_INT64_T, 0, comm), "MPI_Bcast");

@@ -71,7 +71,8 @@ void run_command(const RunArgs& args) {
 
     const detail::NpyArray x = read_input(args.input);
     // Packed straight from the checkpoint (no f32 copy of it).
-    const Ffn ffn = load_checkpoint_block(args.weights, Options{args.threads, args.dtype});
+    const Ffn ffn = load_checkpoint_block(
+        args.weights, block_options(args.weights.path, args.threads, args.dtype));
     const std::int64_t tokens = input_rows(x, ffn.d(), args.input);
 
     std::vector<float> y(x.data.size());

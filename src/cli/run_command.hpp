@@ -14,7 +14,7 @@ struct RunArgs {
     WeightsArgs weights;
     std::string input, output, trace_dir;
     int threads = 0;
-    Dtype dtype = Dtype::f32;
+    std::string dtype;  // --dtype as given; "": the file's default (block_options)
 };
 
 // Registers the subcommand and its options on `app`; values land in `args`.

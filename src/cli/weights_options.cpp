@@ -1,11 +1,14 @@
 #include "weights_options.hpp"
 
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
 #include <map>
 #include <string>
 
+#include "common/messages.hpp"
 #include "formats/format_table.hpp"
+#include "io/checkpoint_files.hpp"
 
 namespace swiglu::cli {
 namespace {
@@ -24,6 +27,15 @@ CLI::Validator non_negative(const std::string& meaning) {
             return "";
         },
         "");  // no type suffix in --help: the option's text says what it takes
+}
+
+constexpr const char* kStored = "stored";
+
+bool is_stored(const std::string& name) {
+    if (name.size() != 6) return false;
+    for (std::size_t i = 0; i < 6; ++i)
+        if (std::tolower(static_cast<unsigned char>(name[i])) != kStored[i]) return false;
+    return true;
 }
 
 // Rethrows the Error in flight, with the checkpoint's path put in front
@@ -49,6 +61,14 @@ Ffn load_checkpoint_block(const WeightsArgs& args, const Options& options) {
         return load_ffn(args.path, args.selector(), options);
     } catch (const Error& e) {
         if (std::string(e.what()).rfind("Ffn: ", 0) == 0) throw;
+        rethrow_naming(e, args.path);
+    }
+}
+
+BlockInfo describe_checkpoint(const WeightsArgs& args) {
+    try {
+        return describe_block(args.path, args.selector());
+    } catch (const Error& e) {
         rethrow_naming(e, args.path);
     }
 }
@@ -106,28 +126,42 @@ void add_threads_option(CLI::App& command, int& threads) {
         ->check(non_negative("0 (all cores) or a thread count"));
 }
 
-void add_dtype_option(CLI::App& command, Dtype& dtype) {
+void add_dtype_option(CLI::App& command, std::string& dtype) {
     // Names only, from the format table (through the public dtype names):
     // a number or an unknown name is refused with the list, not mapped.
-    std::string help = "precision of the weights and matmuls: ";
-    std::string names;
+    std::string help =
+        "format of the packed weights and matmuls: stored (each weight as the file stores it "
+        "where a block runs that format, else f32; the default for GGUF files, f32 for the "
+        "others)";
+    std::string names = kStored;
     for (Dtype t : kDtypes) {
         const detail::FormatTraits& format = detail::traits(t);
-        help += std::string(t == kDtypes[0] ? "" : ", ") + format.name + " (" + format.about + ")";
-        names += std::string(t == kDtypes[0] ? "" : "|") + format.name;
+        help += std::string(", ") + format.name + " (" + format.about + ")";
+        names += std::string("|") + format.name;
     }
     command.add_option("--dtype", dtype, help + "; x and y stay float32")
-        ->transform(CLI::Validator(
+        ->check(CLI::Validator(
             [](std::string& value) -> std::string {
                 Dtype parsed;
-                if (!dtype_from_name(value, &parsed))
-                    return "unknown dtype '" + value + "': use " + dtype_names();
-                value = std::to_string(static_cast<int>(parsed));
+                if (!is_stored(value) && !dtype_from_name(value, &parsed))
+                    return "unknown dtype '" + value + "': use stored, " + dtype_names();
                 return {};
             },
             "", "dtype"))
-        ->default_str("f32")
         ->type_name(names);
+}
+
+Options block_options(const std::string& weights, int threads, const std::string& dtype) {
+    Options options;
+    options.threads = threads;
+    const bool stored = dtype.empty()
+                            ? !weights.empty() && detail::CheckpointFiles::is_gguf(weights)
+                            : is_stored(dtype);
+    if (stored)
+        options.keep_stored = true;  // dtype stays f32: the formats no block runs (F16)
+    else if (!dtype.empty() && !dtype_from_name(dtype, &options.dtype))
+        detail::invalid("unknown dtype '" + dtype + "'");  // the option's check refused it first
+    return options;
 }
 
 }  // namespace swiglu::cli

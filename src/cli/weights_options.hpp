@@ -37,7 +37,19 @@ std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args);
 // Adds --threads N (>= 0, 0 = every core this process may use).
 void add_threads_option(CLI::App& command, int& threads);
 
-// Adds --dtype f32|bf16|int8|q8_0|q4_0: the precision of the packed weights and matmuls.
-void add_dtype_option(CLI::App& command, Dtype& dtype);
+// describe_block for these arguments (the block, its values not read),
+// its errors named the same way.
+BlockInfo describe_checkpoint(const WeightsArgs& args);
+
+// Adds --dtype stored|f32|bf16|...|q6_k: the format of the packed weights
+// and matmuls, or "stored" (each weight as the file stores it). `dtype`
+// keeps the name given, "" when none was (the default depends on the file:
+// block_options).
+void add_dtype_option(CLI::App& command, std::string& dtype);
+// The Options of --threads and --dtype for the checkpoint at `weights`
+// ("" for none): "stored" is Options::keep_stored with f32 for the formats
+// no block runs; no --dtype is "stored" for a GGUF file (its K-quant and
+// mixed blocks run as stored, as llama.cpp runs them) and f32 otherwise.
+Options block_options(const std::string& weights, int threads, const std::string& dtype);
 
 }  // namespace swiglu::cli

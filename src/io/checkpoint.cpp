@@ -4,6 +4,9 @@
 // converted to f32 (load_weights).
 #include <swiglu/checkpoint.hpp>
 
+#include <algorithm>
+#include <array>
+
 #include "common/messages.hpp"
 #include "io/block_discovery.hpp"
 #include "io/block_selection.hpp"
@@ -133,27 +136,52 @@ std::string dtype_summary(const Checked& c) {
     return "mixed (gate " + g + ", up " + u + ", down " + d + ")";
 }
 
-// For weights in a block format a block runs in (GGUF Q8_0, Q4_0): the
-// --dtype that runs the file's blocks as stored (packed unchanged,
-// core/engine_grouped.cpp's pack_stored).
+const StoredTensor& up_of(const Checked& c) { return c.up ? *c.up : *c.gate; }
+
+// What `--dtype stored` (Options::keep_stored) does with the block, where it
+// keeps a weight in a block format (packed from the file's blocks
+// unchanged, core/engine_grouped.cpp's pack_stored) or where the stored
+// formats cannot share a block; "" otherwise (F32, BF16: nothing to say).
 std::string import_note(const Checked& c) {
-    std::int64_t blocks = 0;
-    std::string format;
-    for (const auto* t : {&c.gate, &c.up, &c.down}) {
-        if (!*t) continue;
-        // A block format a block runs in: its blocks pack unchanged.
-        const detail::FormatTraits* type = (*t)->format;
-        if (!type || type->block == 1 || !type->runs) continue;
-        if (!format.empty() && format != (*t)->type_name) return "";  // mixed formats
-        format = (*t)->type_name;
-        blocks += (*t)->shape[0] * ((*t)->shape[1] / type->block);
-    }
-    if (format.empty() || (c.up && c.gate->format != c.up->format) ||
-        c.gate->format != c.down->format)
+    const detail::FormatTraits &gate = *c.gate->format, &up = *up_of(c).format,
+                               &down = *c.down->format;
+    Options stored;
+    stored.keep_stored = true;  // the fallback: f32, the CLI's for a format that does not run
+    const Options o = detail::resolve_stored(gate, up, down, stored);
+    const Dtype down_dtype = o.down_dtype.value_or(o.dtype);
+    const bool gate_up_kept = gate.runs && gate.block > 1 && o.dtype == gate.dtype;
+    const bool down_kept = down.runs && down.block > 1 && down_dtype == down.dtype;
+    const std::string others = "; other --dtype values start from their exact values";
+    if (!gate_up_kept && !down_kept) {
+        if (&gate != &up && (gate.block > 1 || up.block > 1))
+            return std::string("--dtype stored runs all three as --dtype (f32 by default): gate ") +
+                   gate.stored_name + " and up " + up.stored_name +
+                   " differ, and gate and up are packed in one format";
         return "";
-    return std::string("--dtype ") + c.gate->format->name + " runs the file's " +
-           std::to_string(blocks) + " " + format +
-           " blocks as stored; other --dtype values start from their exact values";
+    }
+    std::int64_t blocks = 0;
+    auto count = [&](const StoredTensor& t) {
+        blocks += t.shape[0] * (t.shape[1] / t.format->block);
+    };
+    if (gate_up_kept) {
+        count(*c.gate);
+        if (c.up) count(*c.up);
+    }
+    if (down_kept) count(*c.down);
+    if (gate_up_kept && down_kept && &gate == &down)
+        return std::string("--dtype stored (or ") + gate.name + ") runs the file's " +
+               std::to_string(blocks) + " " + gate.stored_name + " blocks as stored" + others;
+    return "--dtype stored runs the file's " + std::to_string(blocks) +
+           " blocks as stored: gate/up " +
+           (gate_up_kept ? gate.stored_name : detail::traits(o.dtype).name) + ", down " +
+           (down_kept ? down.stored_name : detail::traits(down_dtype).name) + others;
+}
+
+// Each weight's stored format, for BlockInfo.
+void describe_formats(const Checked& c, BlockInfo& info) {
+    info.gate_format = c.gate->type_name;
+    info.up_format = up_of(c).type_name;
+    info.down_format = c.down->type_name;
 }
 
 // What LoadedWeights and BlockInfo share.
@@ -175,6 +203,31 @@ void describe(const FoundBlock& b, const Checked& c, Out& out) {
 
 namespace detail {
 
+Options resolve_stored(const FormatTraits& gate, const FormatTraits& up, const FormatTraits& down,
+                       const Options& options) {
+    if (!options.keep_stored) return options;
+    Options out = options;
+    out.keep_stored = false;
+    // A bad dtype is the Ffn's to refuse, with its message.
+    const auto known = [](Dtype d) {
+        for (Dtype t : kDtypes)
+            if (t == d) return true;
+        return false;
+    };
+    if (!known(options.dtype) || (options.down_dtype && !known(*options.down_dtype))) return out;
+    // gate and up are packed side by side, in one format: differing, they
+    // (and so down, to stay a pair a block runs) take options' formats.
+    if (&gate != &up) return out;
+    const Dtype gate_up = gate.runs ? gate.dtype : options.dtype;
+    const Dtype down_dtype = down.runs ? down.dtype : options.down_dtype.value_or(options.dtype);
+    // The pairs a block runs: one format, or two block formats (Ffn's check).
+    if (gate_up != down_dtype && (traits(gate_up).block == 1 || traits(down_dtype).block == 1))
+        return out;
+    out.dtype = gate_up;
+    out.down_dtype = down_dtype == gate_up ? std::nullopt : std::optional<Dtype>(down_dtype);
+    return out;
+}
+
 ResolvedBlock resolve_block(const CheckpointFiles& file, const WeightSelector& selector) {
     const FoundBlock b = select_block(file, selector);
     const Checked c = check_block(file, b);
@@ -193,6 +246,7 @@ BlockInfo describe_block(const CheckpointFiles& file, const WeightSelector& sele
     const Checked c = check_block(file, b);
     BlockInfo info;
     describe(b, c, info);
+    describe_formats(c, info);
     info.import_note = import_note(c);
     return info;
 }
@@ -229,6 +283,7 @@ std::vector<BlockInfo> list_blocks(const CheckpointFiles& file) {
         try {
             const Checked c = check_block(file, b);
             describe(b, c, info);
+            describe_formats(c, info);
             info.import_note = import_note(c);
         } catch (const Error& e) {
             // The message without the file's label, which the caller knows.
@@ -271,6 +326,44 @@ std::vector<BlockInfo> list_blocks(const std::string& path) {
 
 BlockInfo describe_block(const std::string& path, const WeightSelector& selector) {
     return detail::describe_block(CheckpointFiles::open(path), selector);
+}
+
+namespace {
+
+// The stored formats BlockInfo names, checked.
+std::array<const detail::FormatTraits*, 3> stored_formats(const BlockInfo& block, const char* who) {
+    std::array<const detail::FormatTraits*, 3> formats = {};
+    const std::string* names[3] = {&block.gate_format, &block.up_format, &block.down_format};
+    for (int i = 0; i < 3; ++i) {
+        formats[i] = detail::format_by_name(*names[i]);
+        if (!formats[i] || !formats[i]->decode)
+            throw Error(Status::invalid_argument,
+                        std::string(who) + ": " +
+                            std::string(i == 0   ? "gate"
+                                        : i == 1 ? "up"
+                                                 : "down") +
+                            "_format " + detail::quote_name(*names[i]) + " is no stored format (" +
+                            detail::format_names(detail::FormatSet::stored) + ")");
+    }
+    return formats;
+}
+
+}  // namespace
+
+Options stored_options(const BlockInfo& block, const Options& options) {
+    const auto f = stored_formats(block, "stored_options");
+    return detail::resolve_stored(*f[0], *f[1], *f[2], options);
+}
+
+std::int64_t block_values(const BlockInfo& block, const Options& options) {
+    const auto f = stored_formats(block, "block_values");
+    const Options run = detail::resolve_stored(*f[0], *f[1], *f[2], options);
+    std::int64_t most = 1;
+    for (const detail::FormatTraits* t : f) most = std::max(most, t->block);
+    for (Dtype d : {run.dtype, run.down_dtype.value_or(run.dtype)})
+        for (Dtype known : kDtypes)  // an unknown dtype is the Ffn's to refuse
+            if (d == known) most = std::max(most, detail::traits(d).block);
+    return most;
 }
 
 }  // namespace swiglu

@@ -157,6 +157,10 @@ CheckpointFiles CheckpointFiles::from_index(std::string_view text, const std::st
     return c;
 }
 
+bool CheckpointFiles::is_gguf(const std::string& path) {
+    return !is_directory(path) && (ends_with(path, ".gguf") || gguf_magic(path));
+}
+
 CheckpointFiles CheckpointFiles::open(const std::string& path) {
     const std::string shown = one_line(path);
     if (is_directory(path)) {

@@ -33,6 +33,9 @@ public:
     // name ending in .json), or a folder that holds
     // model.safetensors.index.json or model.safetensors.
     static CheckpointFiles open(const std::string& path);
+    // Whether open(path) reads it as a GGUF file (by its name or magic); a
+    // missing or unreadable path is none (open says why).
+    static bool is_gguf(const std::string& path);
     // One file already open (from disk or memory).
     static CheckpointFiles single(SafetensorsFile file);
     static CheckpointFiles single(GgufFile file);

@@ -24,6 +24,13 @@ ResolvedBlock resolve_block(const CheckpointFiles& files, const WeightSelector& 
 BlockInfo describe_block(const CheckpointFiles& files, const WeightSelector& selector);
 
 LoadedWeights load_weights(const CheckpointFiles& files, const WeightSelector& selector);
+
+// The options a block whose weights are stored as `gate`, `up` and `down`
+// is built with: `options` with keep_stored resolved (Options::keep_stored)
+// into dtype and down_dtype, and keep_stored false; `options` as given
+// without it. What load_ffn, stored_options and the import note share.
+Options resolve_stored(const FormatTraits& gate, const FormatTraits& up, const FormatTraits& down,
+                       const Options& options);
 std::vector<BlockInfo> list_blocks(const CheckpointFiles& files);
 // The same on one file.
 LoadedWeights load_weights(const SafetensorsFile& file, const WeightSelector& selector);

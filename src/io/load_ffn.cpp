@@ -62,7 +62,10 @@ Ffn load(const std::string& path, const WeightSelector& selector, const Options&
                                         ? slice(r.gate, w.up_layout, true, gate_rows, gate_rows, c)
                                         : slice(r.up, w.up_layout, true, 0, r.up.shape[0], c);
     const detail::WeightSource down = slice(r.down, w.down_layout, false, 0, r.down.shape[0], c);
-    return detail::FfnAccess::make(gate, up, down, options);
+    return detail::FfnAccess::make(
+        gate, up, down,
+        detail::resolve_stored(*r.gate.format, *(r.merged ? r.gate : r.up).format, *r.down.format,
+                               options));
 }
 
 }  // namespace

@@ -23,12 +23,30 @@ namespace {
 // rank gets at least 64, else to 32 (GGUF's blocks: a shard of a Q8_0 / Q4_0
 // file then reads whole blocks, packs them as stored and quantises its
 // activations on the single process's blocks) where every rank gets 32.
-std::int64_t boundary(std::int64_t f, int rank, int ranks) {
+// Blocks larger than a tile (the K-quants' 256) are never cut, even where
+// that leaves a rank none: a cut super-block could not pack as stored, and
+// down's activations would be quantised on other blocks than in one process.
+std::int64_t boundary(std::int64_t f, int rank, int ranks, std::int64_t block) {
     if (rank <= 0) return 0;
     if (rank >= ranks) return f;
     const std::int64_t exact = f * rank / ranks, p = ranks;
-    const std::int64_t unit = f >= 64 * p ? 64 : f >= 32 * p ? 32 : 1;
+    const std::int64_t unit = block > 64 ? block : f >= 64 * p ? 64 : f >= 32 * p ? 32 : 1;
     return std::min(f, (exact + unit / 2) / unit * unit);
+}
+
+// The weights' largest block (block_values), for views of f32 weights run
+// in options' dtypes.
+std::int64_t view_block(const Options& options) {
+    BlockInfo f32;
+    f32.gate_format = f32.up_format = f32.down_format = "F32";
+    return block_values(f32, options);
+}
+
+// "q4_k" or "q4_k/q6_k" (gate|up / down): what a rank runs, to compare.
+std::string dtypes_text(const Options& o) {
+    std::string s = dtype_name(o.dtype);
+    if (o.down_dtype && *o.down_dtype != o.dtype) s += std::string("/") + dtype_name(*o.down_dtype);
+    return s;
 }
 
 // FNV-1a: the same value for the same text on every rank and machine.
@@ -64,12 +82,16 @@ WeightView slice(const WeightView& w, bool slice_out, std::int64_t begin, std::i
 }  // namespace
 
 ShardRange shard_range(std::int64_t f, int rank, int ranks) {
-    if (f < 1 || ranks < 1 || rank < 0 || rank >= ranks)
-        throw Error(
-            Status::invalid_argument,
-            "shard_range: f must be >= 1 and rank in [0, ranks) (got f = " + std::to_string(f) +
-                ", rank " + std::to_string(rank) + " of " + std::to_string(ranks) + ")");
-    return {boundary(f, rank, ranks), boundary(f, rank + 1, ranks)};
+    return shard_range(f, rank, ranks, 32);
+}
+
+ShardRange shard_range(std::int64_t f, int rank, int ranks, std::int64_t block) {
+    if (f < 1 || ranks < 1 || rank < 0 || rank >= ranks || block < 1)
+        throw Error(Status::invalid_argument,
+                    "shard_range: f and block must be >= 1 and rank in [0, ranks) (got f = " +
+                        std::to_string(f) + ", rank " + std::to_string(rank) + " of " +
+                        std::to_string(ranks) + ", block " + std::to_string(block) + ")");
+    return {boundary(f, rank, ranks, block), boundary(f, rank + 1, ranks, block)};
 }
 
 struct ShardedFfn::Impl {
@@ -132,7 +154,7 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& 
                        const WeightView& down, const Options& options)
     : impl_(std::make_unique<Impl>()) {
     impl_->construct(comm, [&](Impl& s) {
-        s.identity = "views, dtype " + std::string(dtype_name(options.dtype));
+        s.identity = "views, dtype " + dtypes_text(options);
         s.d = gate.in_features();
         s.f = gate.out_features();
         if (s.d < 1 || s.f < 1)
@@ -146,7 +168,7 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& 
                             std::to_string(s.d) + ", f = " + std::to_string(s.f) + ")");
         if (!gate.data || !up.data || !down.data)
             throw Error(Status::invalid_argument, "ShardedFfn: a weight's data is null");
-        s.shard = shard_range(s.f, s.rank, s.ranks);
+        s.shard = shard_range(s.f, s.rank, s.ranks, view_block(options));
         if (s.shard.size() > 0) {
             std::vector<float> g, u, dn;  // slices that are not contiguous in place
             s.local =
@@ -164,15 +186,17 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelec
         // The block's header first (no values read), for f; then only this
         // rank's columns, straight from the mapped file.
         const BlockInfo block = describe_block(path, selector);
+        // The dtypes it runs in (--dtype stored: the file's own), resolved
+        // once here so that every rank compares and cuts on the same.
+        const Options run = stored_options(block, options);
         s.identity = block.scheme + " " + block.gate_name + " " + block.up_name + " " +
-                     block.down_name + " " + block.source_dtype + ", dtype " +
-                     dtype_name(options.dtype);
+                     block.down_name + " " + block.source_dtype + ", dtype " + dtypes_text(run);
         s.d = block.d;
         s.f = block.f;
-        s.shard = shard_range(s.f, s.rank, s.ranks);
+        s.shard = shard_range(s.f, s.rank, s.ranks, block_values(block, options));
         if (s.shard.size() > 0)
             s.local = std::make_unique<Ffn>(
-                load_ffn_slice(path, {s.shard.begin, s.shard.end}, selector, options));
+                load_ffn_slice(path, {s.shard.begin, s.shard.end}, selector, run));
     });
 }
 

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
@@ -39,6 +40,23 @@ swiglu::Dtype dtype_of(const std::string& name) {
     if (swiglu::dtype_from_name(name, &d)) return d;
     throw py::value_error("dtype must be one of " + swiglu::dtype_names() + " (got '" + name +
                           "')");
+}
+
+// Options from Python's dtype= and down_dtype=; "stored" (checkpoints
+// only) keeps each weight's stored format, dtype f32 for the others.
+swiglu::Options options_of(const std::string& dtype, const std::optional<std::string>& down_dtype,
+                           int threads, bool checkpoint) {
+    swiglu::Options o;
+    o.threads = threads;
+    if (checkpoint && dtype == "stored")
+        o.keep_stored = true;
+    else if (dtype == "stored")
+        throw py::value_error(
+            "dtype 'stored' keeps a checkpoint's formats: it is for swiglu.load, not arrays");
+    else
+        o.dtype = dtype_of(dtype);
+    if (down_dtype) o.down_dtype = dtype_of(*down_dtype);
+    return o;
 }
 
 swiglu::Layout layout_of(const std::string& name) {
@@ -81,28 +99,36 @@ PYBIND11_MODULE(_swiglu, m) {
 
     m.def("version", [] { return std::string(swiglu::version()); });
     m.def("cpu_features", &swiglu::cpu_features);
+    // Every dtype's name, in the library's order (the format table's).
+    m.def("_dtypes", [] {
+        std::vector<std::string> names;
+        for (swiglu::Dtype d : swiglu::kDtypes) names.emplace_back(swiglu::dtype_name(d));
+        return names;
+    });
 
     py::class_<swiglu::Ffn>(m, "_Ffn")
         .def(py::init([](const AnyArray& gate, const AnyArray& up, const AnyArray& down,
-                         const std::string& layout, const std::string& dtype, int threads) {
+                         const std::string& layout, const std::string& dtype, int threads,
+                         const std::optional<std::string>& down_dtype) {
                  const swiglu::Layout l = layout_of(layout);
                  return swiglu::Ffn(view("w_gate", gate, l), view("w_up", up, l),
                                     view("w_down", down, l),
-                                    swiglu::Options{threads, dtype_of(dtype)});
+                                    options_of(dtype, down_dtype, threads, false));
              }),
              py::arg("w_gate"), py::arg("w_up"), py::arg("w_down"), py::arg("layout"),
-             py::arg("dtype"), py::arg("threads"))
+             py::arg("dtype"), py::arg("threads"), py::arg("down_dtype") = py::none())
         .def_static(
             "load",
             [](const std::string& path, std::int64_t layer, const std::string& block,
-               std::int64_t expert, const std::string& dtype, int threads) {
-                const swiglu::Options options{threads, dtype_of(dtype)};
+               std::int64_t expert, const std::string& dtype, int threads,
+               const std::optional<std::string>& down_dtype) {
+                const swiglu::Options options = options_of(dtype, down_dtype, threads, true);
                 py::gil_scoped_release unlocked;  // reading and packing take a while
                 return swiglu::load_ffn(path, swiglu::WeightSelector{layer, block, expert},
                                         options);
             },
             py::arg("path"), py::arg("layer"), py::arg("block"), py::arg("expert"),
-            py::arg("dtype"), py::arg("threads"))
+            py::arg("dtype"), py::arg("threads"), py::arg("down_dtype") = py::none())
         .def_property_readonly("d", &swiglu::Ffn::d)
         .def_property_readonly("f", &swiglu::Ffn::f)
         .def_property_readonly("threads", &swiglu::Ffn::threads)
@@ -111,6 +137,7 @@ PYBIND11_MODULE(_swiglu, m) {
                                    const swiglu::Implementation i = ffn.implementation();
                                    py::dict out;
                                    out["dtype"] = swiglu::dtype_name(i.dtype);
+                                   out["down_dtype"] = swiglu::dtype_name(i.down_dtype);
                                    out["matmul"] = i.matmul;
                                    out["activation"] = i.activation;
                                    out["threads"] = i.threads;

@@ -134,6 +134,32 @@ TEST_CASE("GGUF: F32 and F16, and Q8_0 / Q4_0 run as the file stores them") {
     }
 }
 
+TEST_CASE("GGUF K-quants as stored: shards on whole super-blocks of 256") {
+    // Q4_K_M's mix: gate, up Q4_K, down Q6_K (its rows of f cut by the shards).
+    const std::int64_t d = 256, f = 768;
+    const RandomBlock b(d, f, Layout::out_in, 12);
+    const std::string path =
+        shared_file("q4_k_m.gguf", gguf_bytes({{"blk.0.ffn_gate.weight", 12, {d, f}, b.gate, ""},
+                                               {"blk.0.ffn_up.weight", 12, {d, f}, b.up, ""},
+                                               {"blk.0.ffn_down.weight", 14, {f, d}, b.down, ""}}));
+    Options stored;
+    stored.threads = 1;
+    stored.keep_stored = true;
+    const ShardedFfn ffn(MPI_COMM_WORLD, path, {}, stored);
+    CHECK(ffn.shard().begin % 256 == 0);
+    CHECK((ffn.shard().end % 256 == 0 || ffn.shard().end == f));
+    const std::int64_t tokens = 3;
+    const std::vector<float> x = random_input(tokens, d, 21);
+    std::vector<float> y(x.size()), single(x.size());
+    ffn.forward(x.data(), y.data(), tokens);
+    // The single process runs the same stored blocks, down's activations
+    // quantised on the same super-blocks: only the order of the sums differs.
+    load_ffn(path, {}, stored).forward(x.data(), single.data(), tokens);
+    CHECK(relative_error(y, std::vector<double>(single.begin(), single.end())) <=
+          f32_tolerance(d, f));
+    CHECK(same_on_every_rank(y));
+}
+
 TEST_CASE("GGUF experts: one expert of a stacked tensor, sharded") {
     const std::int64_t d = 32, f = 128, experts = 2;
     std::vector<float> gate, up, down;

@@ -37,6 +37,27 @@ TEST_CASE("shard ranges cover f in order, on 64- or 32-column boundaries where f
     CHECK_THROWS_AS(shard_range(8, 2, 2), Error);
 }
 
+TEST_CASE("blocks of 256 (the K-quants) are never cut, even where a rank then holds none") {
+    for (std::int64_t f : {1, 100, 256, 512, 768, 1000, 11008})
+        for (int p : {1, 2, 3, 4, 7}) {
+            std::int64_t next = 0;
+            for (int r = 0; r < p; ++r) {
+                const ShardRange s = shard_range(f, r, p, 256);
+                CHECK(s.begin == next);
+                CHECK(s.end >= s.begin);
+                CHECK((s.end % 256 == 0 || s.end == f));
+                next = s.end;
+            }
+            CHECK(next == f);
+        }
+    // Blocks of 32 or less: as the three-argument form.
+    for (int r = 0; r < 3; ++r) {
+        CHECK(shard_range(341, r, 3, 32).begin == shard_range(341, r, 3).begin);
+        CHECK(shard_range(341, r, 3, 1).end == shard_range(341, r, 3).end);
+    }
+    CHECK_THROWS_AS(shard_range(8, 0, 2, 0), Error);
+}
+
 TEST_CASE("every rank gets the block's y: the fp64 reference within the f32 bound") {
     struct Shape {
         std::int64_t d, f;

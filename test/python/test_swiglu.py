@@ -46,7 +46,9 @@ def test_every_precision_runs_or_says_why():
     x = np.random.default_rng(1).uniform(-1, 1, (4, d)).astype(np.float32)
     ref = reference(x, *w)
     # The formats' errors relative to max |y| (docs/formats.md).
-    bounds = {"f32": tolerance(d, f), "bf16": 3e-2, "int8": 5e-2, "q8_0": 5e-2, "q4_0": 2e-1}
+    bounds = {"f32": tolerance(d, f), "bf16": 3e-2, "int8": 5e-2, "q8_0": 5e-2, "q4_0": 2e-1,
+              "q4_k": 2e-1, "q5_k": 1e-1, "q6_k": 5e-2}
+    assert set(bounds) == set(swiglu.dtypes)
     for dtype, bound in bounds.items():
         try:
             ffn = swiglu.Ffn(*w, dtype=dtype, threads=1)
@@ -145,6 +147,55 @@ def test_load_a_checkpoint(tmp_path):
     assert e.value.status == "invalid_argument"
     with pytest.raises(swiglu.Error, match="cannot open"):
         swiglu.load(tmp_path / "missing.safetensors")
+
+
+def write_gguf(path, tensors):
+    """tensors: (name, ne, ggml type, raw bytes), GGUF version 3, aligned to 32."""
+    infos, data = b"", b""
+    for name, ne, ggml_type, raw in tensors:
+        data += b"\0" * (-len(data) % 32)
+        infos += (struct.pack("<Q", len(name)) + name.encode() + struct.pack("<I", len(ne))
+                  + b"".join(struct.pack("<Q", n) for n in ne) + struct.pack("<IQ", ggml_type, len(data)))
+        data += raw
+    head = b"GGUF" + struct.pack("<IQQ", 3, len(tensors), 0) + infos
+    path.write_bytes(head + b"\0" * (-len(head) % 32) + data)
+
+
+def test_k_quants_and_each_weights_own_format(tmp_path):
+    d, f = 256, 512
+    w = random_block(d, f)
+    x = np.random.default_rng(2).uniform(-1, 1, (3, d)).astype(np.float32)
+    ffn = swiglu.Ffn(*w, dtype="q4_k", down_dtype="q6_k", threads=1)
+    assert (ffn.implementation["dtype"], ffn.implementation["down_dtype"]) == ("q4_k", "q6_k")
+    assert "down q6_k" in ffn.info()
+    assert relative_error(ffn(x), reference(x, *w)) <= 2e-1
+    with pytest.raises(swiglu.Error, match="down_dtype f32"):
+        swiglu.Ffn(*w, dtype="q4_k", down_dtype="f32")
+    with pytest.raises(ValueError, match="dtype must be one of"):
+        swiglu.Ffn(*w, dtype="q4_k", down_dtype="q7_k")
+    with pytest.raises(ValueError, match="for swiglu.load"):
+        swiglu.Ffn(*w, dtype="stored")
+    assert "q4_k" in swiglu.Ffn.__doc__ and "q6_k" in swiglu.load.__doc__
+
+    # A Q4_K_M-style GGUF file (gate, up Q4_K; down Q6_K) of zero super-blocks:
+    # dtype="stored" keeps each weight's format, the default converts to f32.
+    gguf = tmp_path / "q4_k_m.gguf"
+    write_gguf(gguf, [("blk.0.ffn_gate.weight", [d, f], 12, bytes(144 * f)),
+                      ("blk.0.ffn_up.weight", [d, f], 12, bytes(144 * f)),
+                      ("blk.0.ffn_down.weight", [f, d], 14, bytes(210 * 2 * d))])
+    stored = swiglu.load(gguf, dtype="stored", threads=1)
+    assert (stored.implementation["dtype"], stored.implementation["down_dtype"]) == ("q4_k", "q6_k")
+    np.testing.assert_array_equal(stored(x), np.zeros_like(x))
+    assert swiglu.load(gguf, threads=1).implementation["dtype"] == "f32"
+    mixed = swiglu.load(gguf, dtype="q8_0", down_dtype="q6_k", threads=1)
+    assert (mixed.implementation["dtype"], mixed.implementation["down_dtype"]) == ("q8_0", "q6_k")
+
+    # Quantising from a safetensors file's f32 weights.
+    st = tmp_path / "block.safetensors"
+    write_safetensors(st, {"gate_proj.weight": w[0], "up_proj.weight": w[1], "down_proj.weight": w[2]})
+    q = swiglu.load(st, dtype="q4_k", threads=1)
+    np.testing.assert_array_equal(q(x), swiglu.Ffn(*w, dtype="q4_k", threads=1)(x))
+    assert swiglu.load(st, dtype="stored", threads=1).implementation["dtype"] == "f32"
 
 
 def reference_backward(x, dy, w_gate, w_up, w_down, layout="out_in"):

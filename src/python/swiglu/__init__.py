@@ -15,25 +15,31 @@ import sys as _sys
 
 import numpy as _np
 
-from ._swiglu import Error, _Ffn, cpu_features, version
+from ._swiglu import Error, _Ffn, _dtypes, cpu_features, version
 
-__all__ = ["Ffn", "Error", "load", "version", "cpu_features"]
+__all__ = ["Ffn", "Error", "load", "version", "cpu_features", "dtypes"]
+
+#: Every dtype a block runs in, from the library's format table.
+dtypes = tuple(_dtypes())
 
 
 class Ffn:
     """A SwiGLU block: gate and up map d -> f, down maps f -> d.
 
-    Ffn(w_gate, w_up, w_down, layout="out_in", dtype="f32", threads=0)
+    Ffn(w_gate, w_up, w_down, layout="out_in", dtype="f32", threads=0, down_dtype=None)
 
     layout: "out_in" for weights stored (out, in) as torch.nn.Linear keeps
     them (gate and up (f, d), down (d, f)); "in_out" for (in, out), x @ W
     (the glassllm seed's numpy W1, W3, W2). Any numeric arrays: the library
     copies and packs them at construction.
-    dtype: "f32", "bf16", "int8", "q8_0" or "q4_0" (the precision of the
-    packed weights; x and y stay float32). threads: 0 = all cores.
+    dtype: one of DTYPES (the format of the packed weights; x and y stay
+    float32). down_dtype: down's own format where it differs (both must then
+    be block formats, e.g. dtype="q4_k", down_dtype="q6_k" as in Q4_K_M
+    files). threads: 0 = all cores.
     """
 
-    def __init__(self, w_gate, w_up, w_down, layout="out_in", dtype="f32", threads=0, *, _impl=None):
+    def __init__(self, w_gate, w_up, w_down, layout="out_in", dtype="f32", threads=0,
+                 down_dtype=None, *, _impl=None):
         if _impl is not None:
             self._impl = _impl
             return
@@ -41,7 +47,8 @@ class Ffn:
         for name, w in zip(("w_gate", "w_up", "w_down"), arrays):
             if w.dtype.kind not in "fiu":
                 raise TypeError("%s must hold numbers, got dtype %s" % (name, w.dtype))
-        self._impl = _Ffn(*arrays, layout=layout, dtype=dtype, threads=int(threads))
+        self._impl = _Ffn(*arrays, layout=layout, dtype=dtype, threads=int(threads),
+                          down_dtype=down_dtype)
 
     @property
     def d(self):
@@ -59,14 +66,17 @@ class Ffn:
 
     @property
     def implementation(self):
-        """What runs the block: dtype, matmul kernels, activation ISA, threads."""
+        """What runs the block: dtype (gate's and up's), down_dtype, matmul
+        kernels, activation ISA, threads."""
         return self._impl.implementation
 
     def info(self):
         """The implementation, as `swiglu info` prints it."""
         i = self.implementation
+        dtype = i["dtype"] if i["down_dtype"] == i["dtype"] else "%s (down %s)" % (
+            i["dtype"], i["down_dtype"])
         return "d %d, f %d, dtype %s, matmul %s, activation %s, threads %d" % (
-            self.d, self.f, i["dtype"], i["matmul"], i["activation"], i["threads"])
+            self.d, self.f, dtype, i["matmul"], i["activation"], i["threads"])
 
     def _input(self, x, copy):
         """x as a float32, C-contiguous numpy array of shape (..., d), sharing
@@ -271,14 +281,28 @@ def _tensor_output(t):
     return t.numpy()
 
 
-def load(path, layer=None, block=None, expert=None, dtype="f32", threads=0):
+def load(path, layer=None, block=None, expert=None, dtype="f32", threads=0, down_dtype=None):
     """The block a checkpoint holds (safetensors file, a sharded checkpoint's
     index or folder, or GGUF), packed straight from the file.
 
     layer, expert: choose among several (model.layers.N..., ...experts.E.);
     block: the block's prefix, e.g. "model.layers.3.mlp.". See docs/checkpoints.md's
     table of schemes; errors say what the file holds.
+    dtype: "stored" (each weight in the format the file stores it where a
+    block runs that format, packed from its blocks unchanged: a Q4_K_M
+    file's Q4_K gate/up and Q6_K down; f32, or down_dtype for down, for the
+    others) or one of DTYPES, which the weights are converted to (from
+    safetensors too: dtype="q4_k" quantises f32 weights). down_dtype: down's
+    own format, as for Ffn.
     """
     impl = _Ffn.load(str(path), -1 if layer is None else int(layer), block or "",
-                     -1 if expert is None else int(expert), dtype, int(threads))
+                     -1 if expert is None else int(expert), dtype, int(threads),
+                     down_dtype=down_dtype)
     return Ffn(None, None, None, _impl=impl)
+
+
+# The dtype names in the docstrings come from the library's table.
+for _documented in (Ffn, load):
+    if _documented.__doc__:  # None under python -OO
+        _documented.__doc__ = _documented.__doc__.replace("DTYPES", ", ".join(dtypes))
+del _documented

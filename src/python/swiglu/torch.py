@@ -107,8 +107,8 @@ class SwiGLU(nn.Module):
         """The swiglu block of `module`, a module with bias-free Linear children
         (gate_proj, up_proj, down_proj) or (gate_proj, val_proj, out_proj).
 
-        dtype: the packed weights' precision ("f32", "bf16", "int8", "q8_0",
-        "q4_0"); None keeps the module's: "bf16" for bfloat16 weights, "f32"
+        dtype: the packed weights' format (one of swiglu.dtypes, e.g. "bf16"
+        or "q4_k"); None keeps the module's: "bf16" for bfloat16 weights, "f32"
         otherwise. Raises TypeError for a module without such children,
         ValueError for biases, an act_fn other than SiLU or mismatched shapes.
         """

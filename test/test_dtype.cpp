@@ -20,9 +20,9 @@
 
 #include "capabilities.hpp"
 #include "dtypes.hpp"
+#include "formats/format_table.hpp"
 #include "kernels/convert.hpp"
 #include "kernels/ggml_blocks.hpp"
-#include "formats/format_table.hpp"
 #include "kernels/grouped_layout.hpp"
 #include "kernels/panel_gemm.hpp"
 #include "panels_off.hpp"
@@ -284,8 +284,10 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
     MESSAGE(name, ": worst error vs simulation ", worst_sim, ", vs fp64 ", worst_format);
     if (grouped(dtype)) {
         MESSAGE("summed over the shapes: ours ", ours_total, ", llama.cpp's numerics ", ggml_total,
-                ", the weights alone ", weights_total, "; against fp64 on the dequantised "
-                "weights: ours ", ours_vs_weights, ", llama.cpp's ", ggml_vs_weights);
+                ", the weights alone ", weights_total,
+                "; against fp64 on the dequantised "
+                "weights: ours ",
+                ours_vs_weights, ", llama.cpp's ", ggml_vs_weights);
         CHECK(ours_total <= ggml_total * 1.005);
         // The bound for the K-quants: what quantising x and act
         // costs us, at most 1.05x what it costs llama.cpp (Q8_K) on the
@@ -358,7 +360,8 @@ TEST_CASE("a block mixes block formats across its phases only") {
     CHECK_THROWS_WITH_AS(Ffn(b.gate_view(), b.up_view(), b.down_view(), options),
                          doctest::Contains("options.down_dtype"), Error);
     options.down_dtype = Dtype::q6_k;
-    const Implementation impl = Ffn(b.gate_view(), b.up_view(), b.down_view(), options).implementation();
+    const Implementation impl =
+        Ffn(b.gate_view(), b.up_view(), b.down_view(), options).implementation();
     CHECK(impl.dtype == Dtype::q4_k);
     CHECK(impl.down_dtype == Dtype::q6_k);
     MESSAGE("q4_k_m runs ", impl.matmul);
@@ -481,7 +484,8 @@ TEST_CASE(
     "token only") {
     // Quantising a block (a token, for int8) with a non-finite value gives
     // it a NaN scale: inf becomes NaN, never a finite number.
-    for (Dtype dtype : {Dtype::int8, Dtype::q8_0, Dtype::q4_0, Dtype::q4_k, Dtype::q5_k, Dtype::q6_k}) {
+    for (Dtype dtype :
+         {Dtype::int8, Dtype::q8_0, Dtype::q4_0, Dtype::q4_k, Dtype::q5_k, Dtype::q6_k}) {
         if (dtype == Dtype::int8 && !test::int8_supported()) continue;
         CAPTURE(dtype_name(dtype));
         RandomBlock b(13, 29, Layout::out_in, 2);

@@ -192,7 +192,7 @@ TEST_CASE("the names lists come from the table") {
     Dtype d = Dtype::f32;
     CHECK(swiglu::dtype_from_name("Q4_0", &d));
     CHECK(d == Dtype::q4_0);
-    CHECK_FALSE(swiglu::dtype_from_name("f16", &d));  // stored, not run
+    CHECK_FALSE(swiglu::dtype_from_name("f16", &d));   // stored, not run
     CHECK_FALSE(swiglu::dtype_from_name("q2_k", &d));  // a GGUF type we do not read
     CHECK_FALSE(swiglu::dtype_from_name("3", &d));
     CHECK(d == Dtype::q4_0);  // untouched on failure

@@ -83,13 +83,15 @@ struct Tile {
             KSuperBlockInts ints;
             for (std::int64_t i = 0; i < k; ++i) {
                 exact[std::size_t(i * n + c)] = values[std::size_t(i)];
-                if (i % 256 == 0) k_super_block(format, stored.data() + (i / 256) * per_block, ints);
+                if (i % 256 == 0)
+                    k_super_block(format, stored.data() + (i / 256) * per_block, ints);
                 const int e = int(i % 256), sub = e / r.sub_block_inputs;
                 const double d = f16_to_f32(ints.d), dmin = f16_to_f32(ints.dmin);
                 const double sc = std::fabs(d * ints.scale[sub]);
                 parts[std::size_t(i * n + c)] =
-                    format == GroupedFormat::q6_k ? sc * (ints.q[e] + 32)
-                                                  : sc * ints.q[e] + std::fabs(dmin * ints.min[sub]);
+                    format == GroupedFormat::q6_k
+                        ? sc * (ints.q[e] + 32)
+                        : sc * ints.q[e] + std::fabs(dmin * ints.min[sub]);
             }
         }
     }
@@ -118,9 +120,9 @@ struct Case {
 // groups, the last partial; 100: 13); inputs: a partial super-block alone
 // (1, 7, 255), whole ones, and more than one with a partial last (257, 600,
 // 1100).
-const Case kCases[] = {{1, 1, 1},    {7, 13, 2},     {255, 7, 3},   {256, 8, 4},   {257, 9, 5},
-                       {256, 64, 1}, {512, 55, 1},   {600, 55, 2},  {256, 100, 3}, {300, 55, 10},
-                       {341, 33, 7}, {512, 41, 9},   {256, 17, 6},  {768, 48, 16}, {1024, 24, 4},
+const Case kCases[] = {{1, 1, 1},     {7, 13, 2},     {255, 7, 3},   {256, 8, 4},   {257, 9, 5},
+                       {256, 64, 1},  {512, 55, 1},   {600, 55, 2},  {256, 100, 3}, {300, 55, 10},
+                       {341, 33, 7},  {512, 41, 9},   {256, 17, 6},  {768, 48, 16}, {1024, 24, 4},
                        {600, 55, 11}, {1100, 40, 17}, {1100, 24, 3}, {600, 100, 4}, {341, 55, 12},
                        {512, 16, 8}};
 

@@ -161,8 +161,8 @@ struct Options {
 struct Implementation {
     Dtype dtype = Dtype::f32;       // gate's and up's
     Dtype down_dtype = Dtype::f32;  // down's (the same unless Options::down_dtype)
-    std::string matmul;  // oneDNN's implementation ("brg:avx512_core") or our
-                         // own kernels' ("f32 panels:avx2_fma", "q4_0:avx2_fma")
+    std::string matmul;             // oneDNN's implementation ("brg:avx512_core") or our
+                                    // own kernels' ("f32 panels:avx2_fma", "q4_0:avx2_fma")
     std::string
         activation;  // ISA of the element-wise kernels: "avx512", "avx2_fma", "sse2" or "scalar"
     int threads = 1;

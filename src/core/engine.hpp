@@ -162,8 +162,9 @@ public:
     // hold them without loss (q8_0 / q4_0 from GGUF blocks of the same
     // format): the tile's columns are rows [c0, c0 + width) of each source
     // in turn. False: not possible here; the caller packs a plain tile.
-    virtual bool pack_stored(const Phase& phase, const WeightSource* const* sources, int count, std::int64_t c0,
-                             std::int64_t width, std::int64_t k, const dnnl::memory& to) {
+    virtual bool pack_stored(const Phase& phase, const WeightSource* const* sources, int count,
+                             std::int64_t c0, std::int64_t width, std::int64_t k,
+                             const dnnl::memory& to) {
         (void)phase, (void)sources, (void)count, (void)c0, (void)width, (void)k, (void)to;
         return false;
     }

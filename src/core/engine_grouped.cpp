@@ -48,21 +48,20 @@ std::string describe(Dtype gate_up, Dtype down) {
 class GroupedEngine final : public TileEngine {
 public:
     GroupedEngine(Dtype gate_up, Dtype down)
-        : TileEngine(
-              EngineKind::grouped,
-              // Tiles are cut as for f32 weights: ~1 MiB of those, a
-              // few hundred KiB of ours, so a decode has enough tasks
-              // to keep many cores busy to the end of each phase
-              // (llama7b's down phase: 64 tiles, not 21). One row
-              // streams a group's records as fast as four
-              // (grouped_gemm_<isa>.cpp). Act is quantised in the
-              // gate|up tile, so its tiles are whole blocks of down's
-              // activations wide.
-              {(2 * bytes_per_weight(traits(gate_up).grouped) +
-                bytes_per_weight(traits(down).grouped)) /
-                   3,
-               4, true, std::max<std::int64_t>(64, block_inputs(traits(down).grouped))},
-              kMaxRowTile, describe(gate_up, down)),
+        : TileEngine(EngineKind::grouped,
+                     // Tiles are cut as for f32 weights: ~1 MiB of those, a
+                     // few hundred KiB of ours, so a decode has enough tasks
+                     // to keep many cores busy to the end of each phase
+                     // (llama7b's down phase: 64 tiles, not 21). One row
+                     // streams a group's records as fast as four
+                     // (grouped_gemm_<isa>.cpp). Act is quantised in the
+                     // gate|up tile, so its tiles are whole blocks of down's
+                     // activations wide.
+                     {(2 * bytes_per_weight(traits(gate_up).grouped) +
+                       bytes_per_weight(traits(down).grouped)) /
+                          3,
+                      4, true, std::max<std::int64_t>(64, block_inputs(traits(down).grouped))},
+                     kMaxRowTile, describe(gate_up, down)),
           phases_{PhaseFormat(gate_up), PhaseFormat(down)} {}
 
     dnnl::memory::desc tile_layout(const Phase& phase, std::int64_t tile) const override {
@@ -118,9 +117,7 @@ public:
     }
 
 private:
-    const PhaseFormat& of(const Phase& phase) const {
-        return phases_[static_cast<int>(phase.id)];
-    }
+    const PhaseFormat& of(const Phase& phase) const { return phases_[static_cast<int>(phase.id)]; }
 
     PhaseFormat phases_[kPhases];
 };

@@ -56,8 +56,9 @@ public:
               const dnnl::memory& to) override {
         grouped_->pack(phase, plain, k, n, to);
     }
-    bool pack_stored(const Phase& phase, const WeightSource* const* sources, int count, std::int64_t c0,
-                     std::int64_t width, std::int64_t k, const dnnl::memory& to) override {
+    bool pack_stored(const Phase& phase, const WeightSource* const* sources, int count,
+                     std::int64_t c0, std::int64_t width, std::int64_t k,
+                     const dnnl::memory& to) override {
         return grouped_->pack_stored(phase, sources, count, c0, width, k, to);
     }
     void run(const Phase& phase, const TileJob& job, TileWorker& w) const override {

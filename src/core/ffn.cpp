@@ -153,8 +153,8 @@ Ffn detail::FfnAccess::make(const WeightSource& gate, const WeightSource& up,
     check_policy(options.build);
     const int threads = resolve_threads(options.threads);
     return Ffn(errors_as_swiglu("Ffn", [&] {
-        return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype,
-                                                 down_dtype, options.build);
+        return std::make_unique<detail::FfnImpl>(gate, up, down, threads, options.dtype, down_dtype,
+                                                 options.build);
     }));
 }
 

@@ -60,9 +60,8 @@ void PackedBlock::plan_tiles(const TileEngine& engine) {
     gate_up.id = PhaseId::gate_up;
     gate_up.k = d;
     gate_up.outputs_per_column = 2;
-    gate_up.columns =
-        plan_phase_columns(f, bytes(2.0 * double(d), g.tile_bytes_per_weight), cached,
-                           g.gate_up_column_multiple);
+    gate_up.columns = plan_phase_columns(f, bytes(2.0 * double(d), g.tile_bytes_per_weight), cached,
+                                         g.gate_up_column_multiple);
     down.id = PhaseId::down;
     down.k = f;
     down.columns = plan_phase_columns(d, bytes(double(f), g.tile_bytes_per_weight), cached);

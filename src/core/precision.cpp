@@ -5,8 +5,8 @@
 
 namespace swiglu::detail {
 
-std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_t d,
-                                            std::int64_t f, const BuildPolicy& policy) {
+std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_t d, std::int64_t f,
+                                            const BuildPolicy& policy) {
     std::vector<Precision> modes;
     auto add = [&](Precision mode) {
         if (mode.numerics) modes.push_back(std::move(mode));

@@ -47,8 +47,8 @@ struct Precision {
 // its candidates.
 // `down` is down's format: `dtype` but for a block of block formats whose
 // down differs (ffn.cpp lets no other pair through).
-std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_t d,
-                                            std::int64_t f, const BuildPolicy& policy);
+std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_t d, std::int64_t f,
+                                            const BuildPolicy& policy);
 
 // One factory per mode file.
 Precision make_f32_precision(std::int64_t d, std::int64_t f);

@@ -74,7 +74,8 @@ void place_k_super_block(GroupedFormat format, const KSuperBlockInts& s, std::in
                 static_cast<std::uint8_t>((q >> 4) << high_shift(format, w));
     }
     for (int i = 0; i < r.sub_blocks; ++i) {
-        record[r.scales + 8 * std::size_t(i) + std::size_t(j)] = static_cast<std::uint8_t>(s.scale[i]);
+        record[r.scales + 8 * std::size_t(i) + std::size_t(j)] =
+            static_cast<std::uint8_t>(s.scale[i]);
         if (r.mins) record[r.mins + 8 * std::size_t(i) + std::size_t(j)] = s.min[i];
     }
     std::memcpy(record + r.d + 2 * std::size_t(j), &s.d, sizeof(s.d));

@@ -66,7 +66,7 @@ public:
     }
     // oneDNN's reorder packs, and rounds f32 to bf16 (nearest even) when
     // the packed layout is bf16.
-    void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
+    void pack(const Phase&, const PlainWeights& plain, std::int64_t k, std::int64_t n,
               const dnnl::memory& to) override {
         reorder(plain.data, dnnl::memory::desc({k, n}, plain.type, {n, 1}), to);
     }

@@ -26,7 +26,7 @@ public:
         return dnnl::memory::desc({bytes}, dnnl::memory::data_type::u8,
                                   dnnl::memory::format_tag::a);
     }
-    void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
+    void pack(const Phase&, const PlainWeights& plain, std::int64_t k, std::int64_t n,
               const dnnl::memory& to) override {
         pack_panels(type_, static_cast<const float*>(plain.data), k, n, to.get_data_handle());
     }

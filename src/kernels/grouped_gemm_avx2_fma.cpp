@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
+#include "kernels/grouped_avx2.hpp"
 #include "kernels/grouped_gemm.hpp"
 #include "kernels/grouped_prefetch.hpp"
 #include "kernels/row_passes.hpp"
@@ -18,37 +19,9 @@ namespace {
 
 constexpr int kMaxRows = 4;  // rows per pass: 4 accumulators x 2 vectors of 16 registers
 
-// Keeps a running sum in a register at this point: without it GCC computes
-// every product of a block first (reassociating the chain of adds into a
-// tree) and spills them to the stack.
-inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
-
-// 4 activation quants (inputs 4 i .. 4 i + 3), broadcast to every column lane.
-inline __m256i broadcast4(const ActBlock& a, int i) {
-    std::int32_t v;
-    std::memcpy(&v, a.qs + 4 * i, sizeof(v));
-    return _mm256_set1_epi32(v);
-}
-
 inline __m256 block_scales(const std::uint8_t* scales, const ActBlock& a) {
     const __m256 w = _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(scales)));
     return _mm256_mul_ps(w, _mm256_set1_ps(a.d));
-}
-
-// Group g's 8 columns of one output row (fewer in a last, partial group).
-inline void store_group(__m256 v, float* row, std::int64_t g, std::int64_t n) {
-    const std::int64_t c0 = g * kGroupColumns;
-    if (n - c0 >= kGroupColumns) {
-        _mm256_storeu_ps(row + c0, v);
-        return;
-    }
-    alignas(32) float lanes[kGroupColumns];
-    _mm256_store_ps(lanes, v);
-    std::memcpy(row + c0, lanes, static_cast<std::size_t>(n - c0) * sizeof(float));
-}
-
-inline __m256i load(const std::uint8_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 
 // Both block_sums are inlined into the loop over blocks, always: as a call

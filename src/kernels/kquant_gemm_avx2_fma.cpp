@@ -10,6 +10,7 @@
 
 #include <cstring>
 
+#include "kernels/grouped_avx2.hpp"
 #include "kernels/kquant_gemm.hpp"
 #include "kernels/kquant_layout.hpp"
 #include "kernels/row_passes.hpp"
@@ -18,24 +19,9 @@ namespace swiglu::detail {
 
 namespace {
 
-// Keeps a running sum in a register at this point: without it GCC
-// reassociates the chain of adds into a tree and spills the products.
-inline void in_register(__m256i& v) { asm("" : "+x"(v)); }
-
-inline __m256i load(const std::uint8_t* p) {
-    return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-}
-
 // 16 bytes at p in both 128-bit halves (vpshufb picks within each half).
 inline __m256i broadcast16(const std::uint8_t* p) {
     return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
-}
-
-// 4 activation quants (inputs 4 i .. 4 i + 3), broadcast to every column lane.
-inline __m256i broadcast4(const ActBlockK& a, int i) {
-    std::int32_t v;
-    std::memcpy(&v, a.qs + 4 * i, sizeof(v));
-    return _mm256_set1_epi32(v);
 }
 
 // Two 16-bit values at bsums + 2 i, broadcast to every column lane.
@@ -82,18 +68,6 @@ inline PairControls pair_controls() {
     p.next_u8 = lane_bytes(0, -1, 8, -1);
     p.next_s8 = lane_bytes(-1, 0, -1, 8);
     return p;
-}
-
-// Group g's 8 columns of one output row (fewer in a last, partial group).
-inline void store_group(__m256 v, float* row, std::int64_t g, std::int64_t n) {
-    const std::int64_t c0 = g * kGroupColumns;
-    if (n - c0 >= kGroupColumns) {
-        _mm256_storeu_ps(row + c0, v);
-        return;
-    }
-    alignas(32) float lanes[kGroupColumns];
-    _mm256_store_ps(lanes, v);
-    std::memcpy(row + c0, lanes, static_cast<std::size_t>(n - c0) * sizeof(float));
 }
 
 // A super-block's record is over a kilobyte: software prefetch of the

@@ -417,7 +417,8 @@ inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a
 //   expanded 2 x 4      Q4_K 833 / 852   Q5_K 784 / 840   Q6_K 617 / 637
 //   expanded 3 x 4      Q4_K 781 / 745   Q5_K 862 / 863   Q6_K 563 / 565
 //   expanded 6 x 2      Q4_K 807 / 774   Q5_K 796 / 812   Q6_K 634 / 613
-//   expanded 8 x 1      about 510 for all three; 12 x 1 600-650; 8 x 2
+//   expanded 8 x 1      about 510 for all three; 12 x 1 600-660 (Q6_K
+//   330); 8 x 2
 //   and 4 x 4 (registers spilled) 510-730.
 // A pass reads G weight vectors and R activation broadcasts per R G
 // vpdpbusd; one pair alone (8 x 1, 12 x 1) runs far slower than its load

@@ -6,6 +6,15 @@
 // (docs/measurements.md, "The grouped kernels ... alone"). Q8_0 has twice
 // the bytes per instruction, so twice the distance.
 //
+// The K formats keep 1024 bytes, under one record (1184-1680): 1, 2 and 4
+// records ahead gained nothing consistent (1 record: Q5_K and Q6_K faster on
+// one thread, every format slower on two). llama7b, 1 token, GB/s on 1 / 2 threads,
+// one run each, this VM (2 cores of an AMD EPYC, DRAM probe 39-44 / 78-81):
+//   1024 bytes  Q4_K 31.6 / 42.0  Q5_K 24.1 / 46.3  Q6_K 18.1 / 39.5
+//   1 record    Q4_K 26.6 / 31.2  Q5_K 27.9 / 35.7  Q6_K 22.4 / 34.2
+//   2 records   Q4_K 30.7 / 34.7  Q5_K 28.0 / 32.3  Q6_K 19.8 / 30.2
+//   4 records   Q4_K 22.7 / 35.6  Q5_K 20.3 / 30.6  Q6_K 18.0 / 30.1
+//
 // Included by per-ISA TUs only; everything here is inline.
 #pragma once
 

@@ -278,10 +278,214 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
                              g * kGroupColumns, n);
 }
 
+// ---- The expanded path (many rows) ----
+//
+// Per G pairs of groups and super-block, each pair's record is expanded once
+// into an L1-resident Expanded (its 16 columns' quants 0..63 with the high
+// bits already joined, in the nibbles' arrangement: 64 vectors, vector t =
+// 8 c + 2 p + h holding inputs 4 t .. 4 t + 3 of every column; the scales
+// widened to 32 bits, the mins as word pairs, d and dmin as f32), and then
+// every row pass of the tile's rows runs over it with the plainest inner
+// loop: one load and one vpdpbusd per row per 64 products. The unpacking is
+// paid once per tile call (up to 64 rows), not once per pass, and the passes
+// hold no decode state, so they take more rows. Each row's f32 accumulator
+// lives in y between super-blocks (0 at b = 0), so the float ops and their
+// order stay the reference's.
+template <GroupedFormat kFormat>
+struct alignas(64) Expanded {
+    static constexpr int kSubBlocks = k_record(kFormat).sub_blocks;
+    __m512i q[64];
+    __m512i sc[kSubBlocks];
+    __m512i mins[4];  // Q4_K, Q5_K
+    __m512 d, dmin;
+};
+
+template <GroupedFormat kFormat>
+inline void expand(const std::uint8_t* rec, std::int64_t partner, Expanded<kFormat>& e) {
+    constexpr KRecordLayout kL = k_record(kFormat);
+    for (int c = 0; c < 8; ++c)
+        for (int p = 0; p < 4; ++p) {
+            __m512i lo, hi;
+            quants<kFormat>(rec, partner, c, p, lo, hi);
+            _mm512_store_si512(&e.q[8 * c + 2 * p], lo);
+            _mm512_store_si512(&e.q[8 * c + 2 * p + 1], hi);
+        }
+    for (int i = 0; i < kL.sub_blocks; ++i)
+        e.sc[i] = pair_bytes<kFormat == GroupedFormat::q6_k>(rec + kL.scales + 8 * i, partner);
+    e.d = pair_f16(rec + kL.d, partner);
+    if constexpr (kFormat != GroupedFormat::q6_k) {
+        for (int k = 0; k < 4; ++k) e.mins[k] = pair_mins(rec + kL.mins + 16 * k, partner);
+        e.dmin = pair_f16(rec + kL.dmin, partner);
+    }
+}
+
+// Columns [c0, c0 + 16) of one row of y as a mask (clipped to n).
+inline __mmask16 pair_mask(std::int64_t c0, std::int64_t n) {
+    const std::int64_t left = n - c0;
+    return left >= 2 * kGroupColumns ? static_cast<__mmask16>(0xFFFF)
+                                     : static_cast<__mmask16>((1u << left) - 1);
+}
+
+// R rows (a[r], y rows y + r * ldy) over G expanded pairs (columns c0 + 16 q)
+// for one super-block; `first`: b = 0, so the accumulators start at 0.
+template <GroupedFormat kFormat, int R, int G>
+inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a)[R], float* y,
+                          std::int64_t ldy, const __mmask16 (&mask)[G], std::int64_t c0,
+                          bool first) {
+    constexpr int kSub = Expanded<kFormat>::kSubBlocks;
+    constexpr int kT = 64 / kSub;  // vectors per sub-block
+    __m512i isum[G][R];
+    #pragma GCC unroll 64
+    for (int q = 0; q < G; ++q)
+        #pragma GCC unroll 64
+        for (int r = 0; r < R; ++r) isum[q][r] = _mm512_setzero_si512();
+    #pragma GCC unroll 64
+    for (int i = 0; i < kSub; ++i) {
+        __m512i sums[G][R];
+        #pragma GCC unroll 64
+        for (int r = 0; r < R; ++r) {
+            const __m512i start = kFormat == GroupedFormat::q6_k
+                                      ? _mm512_set1_epi32(-32 * a[r]->bsums[i])
+                                      : _mm512_setzero_si512();
+            #pragma GCC unroll 64
+            for (int q = 0; q < G; ++q) sums[q][r] = start;
+        }
+        #pragma GCC unroll 64
+        for (int t = kT * i; t < kT * (i + 1); ++t) {
+            __m512i w[G];
+            #pragma GCC unroll 64
+            for (int q = 0; q < G; ++q) w[q] = _mm512_load_si512(&e[q].q[t]);
+            #pragma GCC unroll 64
+            for (int r = 0; r < R; ++r) {
+                const __m512i av = broadcast4(*a[r], t);
+                #pragma GCC unroll 64
+                for (int q = 0; q < G; ++q) sums[q][r] = _mm512_dpbusd_epi32(sums[q][r], w[q], av);
+            }
+        }
+        #pragma GCC unroll 64
+        for (int q = 0; q < G; ++q)
+            #pragma GCC unroll 64
+            for (int r = 0; r < R; ++r)
+                isum[q][r] = _mm512_add_epi32(isum[q][r], _mm512_mullo_epi32(sums[q][r], e[q].sc[i]));
+    }
+    __m512i neg[G][R];
+    if constexpr (kFormat != GroupedFormat::q6_k) {
+        #pragma GCC unroll 64
+        for (int r = 0; r < R; ++r) {
+            const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[r]->bsums));
+            const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[r]->bsums + 8));
+            const __m128i neg_b = _mm_sub_epi16(_mm_setzero_si128(), _mm_hadd_epi16(s0, s1));
+            alignas(16) std::int32_t b_pairs[4];
+            _mm_store_si128(reinterpret_cast<__m128i*>(b_pairs), neg_b);
+            #pragma GCC unroll 64
+            for (int q = 0; q < G; ++q) neg[q][r] = _mm512_setzero_si512();
+            #pragma GCC unroll 64
+            for (int k = 0; k < 4; ++k) {
+                const __m512i b = _mm512_set1_epi32(b_pairs[k]);
+                #pragma GCC unroll 64
+                for (int q = 0; q < G; ++q)
+                    neg[q][r] = _mm512_dpwssd_epi32(neg[q][r], e[q].mins[k], b);
+            }
+        }
+    }
+    #pragma GCC unroll 64
+    for (int r = 0; r < R; ++r) {
+        const __m512 ad = _mm512_set1_ps(a[r]->d);
+        #pragma GCC unroll 64
+        for (int q = 0; q < G; ++q) {
+            float* out = y + r * ldy + c0 + 2 * q * kGroupColumns;
+            __m512 acc = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[q], out);
+            acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[q][r]), _mm512_mul_ps(e[q].d, ad), acc);
+            if constexpr (kFormat != GroupedFormat::q6_k)
+                acc = _mm512_fmadd_ps(_mm512_cvtepi32_ps(neg[q][r]), _mm512_mul_ps(e[q].dmin, ad),
+                                      acc);
+            _mm512_mask_storeu_ps(out, mask[q], acc);
+        }
+    }
+}
+
+// Rows per expanded pass and pairs side by side, and the fewest rows a tile
+// call expands for (fewer: the streaming passes above). Every loop of
+// expanded_rows must be unrolled (#pragma GCC unroll): GCC 12 otherwise
+// keeps the t loop rolled, copies each sum register per iteration and
+// spills, and the path ran 10-20 % slower than the streaming one. llama7b,
+// 2 threads, this VM (2 cores of an AMD EPYC), GFLOP/s at 128 / 512
+// tokens (before: median of 3 runs; 4 x 2: mean of 2; the rest one run,
+// each beside the others in the same run; noise about +-10 %):
+//   streaming (before)  Q4_K 777 / 821   Q5_K 740 / 774   Q6_K 538 / 529
+//   expanded 4 x 2      Q4_K 869 / 812   Q5_K 789 / 795   Q6_K 653 / 580
+//   expanded 2 x 4      Q4_K 833 / 852   Q5_K 784 / 840   Q6_K 617 / 637
+//   expanded 3 x 4      Q4_K 781 / 745   Q5_K 862 / 863   Q6_K 563 / 565
+//   expanded 6 x 2      Q4_K 807 / 774   Q5_K 796 / 812   Q6_K 634 / 613
+//   expanded 8 x 1      about 510 for all three; 12 x 1 600-660 (Q6_K
+//   330); 8 x 2
+//   and 4 x 4 (registers spilled) 510-730.
+// A pass reads G weight vectors and R activation broadcasts per R G
+// vpdpbusd; one pair alone (8 x 1, 12 x 1) runs far slower than its load
+// count alone explains. The gain is mostly Q6_K's (its 2 bits joined once
+// per tile call); q4_0's own kernel ran 971 / 1068 in the same session, so
+// the K formats still sit at 60-90 % of it. kExpandFrom = 16 is a guess,
+// not measured yet (the bench's 16-token rows would settle it).
+template <GroupedFormat kFormat>
+constexpr int kExpandedRows = 4;
+template <GroupedFormat kFormat>
+constexpr int kExpandedPairs = 2;
+template <GroupedFormat kFormat>
+constexpr std::int64_t kExpandFrom = 16;
+
+// All rows_total rows of y over G pairs from `first` (partner as pairs()).
+template <GroupedFormat kFormat, int G>
+void expanded_pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride,
+                    std::int64_t partner, const ActBlockK* x, std::int64_t x_stride,
+                    std::int64_t rows_total, float* y, std::int64_t ldy, std::int64_t c0,
+                    std::int64_t n) {
+    constexpr KRecordLayout kL = k_record(kFormat);
+    Expanded<kFormat> e[G];
+    __mmask16 mask[G];
+    for (int q = 0; q < G; ++q) mask[q] = pair_mask(c0 + 2 * q * kGroupColumns, n);
+    const std::uint8_t* record = first;
+    for (std::int64_t b = 0; b < nb; ++b, record += kL.bytes) {
+        for (int q = 0; q < G; ++q) {
+            const std::uint8_t* rec = record + 2 * q * stride;
+            prefetch_ahead<kFormat>(rec);
+            prefetch_ahead<kFormat>(rec + partner);
+            expand<kFormat>(rec, partner, e[q]);
+        }
+        row_passes<kExpandedRows<kFormat>>(rows_total, [&](auto height, std::int64_t m) {
+            constexpr int R = decltype(height)::value;
+            const ActBlockK* a[R];
+            for (int r = 0; r < R; ++r) a[r] = x + (m + r) * x_stride + b;
+            expanded_rows<kFormat, R, G>(e, a, y + m * ldy, ldy, mask, c0, b == 0);
+        });
+    }
+}
+
+template <GroupedFormat kFormat>
+void expanded(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlockK* x,
+              std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) {
+    constexpr int G = kExpandedPairs<kFormat>;
+    const std::int64_t groups = column_groups(n);
+    const std::int64_t stride = nb * static_cast<std::int64_t>(record_bytes(kFormat));
+    std::int64_t g = 0;
+    for (; g + 2 * G <= groups; g += 2 * G)
+        expanded_pairs<kFormat, G>(tile + g * stride, nb, stride, stride, x, x_stride, rows_total,
+                                   y, ldy, g * kGroupColumns, n);
+    for (; g + 2 <= groups; g += 2)
+        expanded_pairs<kFormat, 1>(tile + g * stride, nb, stride, stride, x, x_stride, rows_total,
+                                   y, ldy, g * kGroupColumns, n);
+    if (g < groups)
+        expanded_pairs<kFormat, 1>(tile + g * stride, nb, stride, 0, x, x_stride, rows_total, y,
+                                   ldy, g * kGroupColumns, n);
+}
+
 template <GroupedFormat kFormat>
 void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlockK* x,
           std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
     const std::int64_t nb = format_blocks(kFormat, k);
+    if (rows_total >= kExpandFrom<kFormat> && nb > 0) {
+        expanded<kFormat>(tile, nb, n, x, x_stride, rows_total, y, ldy);
+        return;
+    }
     row_passes<kPassRows<kFormat>>(rows_total, [&](auto height, std::int64_t m) {
         constexpr int R = decltype(height)::value;
         rows<kFormat, R, R <= kNarrowRows<kFormat> ? kNarrowPairs : 1>(

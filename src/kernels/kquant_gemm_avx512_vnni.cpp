@@ -152,6 +152,39 @@ inline void sub_block(const std::uint8_t* const (&rec)[G], std::int64_t partner,
     }
 }
 
+// Q6_K's quants of sub-block 2 c + v for the pair whose record is at rec:
+// w[t] holds inputs 32 c + 16 v + 4 t .. + 3 (t = 0..3).
+inline void q6_quants(const std::uint8_t* rec, std::int64_t partner, int c, int v,
+                      __m512i (&w)[4]) {
+    constexpr KRecordLayout kL = k_record(GroupedFormat::q6_k);
+    const __m512i nibble = _mm512_set1_epi8(0x0F);
+    const __m512i bits = load_pair(rec + kL.high + 64 * c + 32 * v, partner);
+    const __m512i m1 = _mm512_and_si512(bits, _mm512_set1_epi8(0x33));
+    const __m512i m2 = _mm512_and_si512(bits, _mm512_set1_epi8(static_cast<char>(0xCC)));
+    const __m512i n0 = load_pair(rec + 128 * c + 64 * v, partner);
+    const __m512i n1 = load_pair(rec + 128 * c + 64 * v + 32, partner);
+    // The first operand is the destination: a value dead after, so that no
+    // copy of the constant is made. 0xD8: nibble ? second : first; 0xE4:
+    // nibble ? first : second.
+    const __m512i n0_hi = _mm512_srli_epi16(n0, 4);
+    const __m512i n1_hi = _mm512_srli_epi16(n1, 4);
+    w[0] = _mm512_ternarylogic_epi32(_mm512_slli_epi16(m1, 4), n0, nibble, 0xD8);
+    w[1] = _mm512_ternarylogic_epi32(n0_hi, _mm512_slli_epi16(m2, 2), nibble, 0xE4);
+    w[2] = _mm512_ternarylogic_epi32(n1, m1, nibble, 0xE4);
+    w[3] = _mm512_ternarylogic_epi32(n1_hi, _mm512_srli_epi16(m2, 2), nibble, 0xE4);
+}
+
+// The sums' starts -32 bsums[i] of one row's 16 sub-blocks (Q6_K), stored
+// so that each is read back as one broadcast load. Both tried in the
+// expanded path too (expand() and expanded_rows()), 64 rows, one thread:
+// 1.00-1.04x, no gain (its joins are paid once per tile call; its 4:1 ratio
+// of vpdpbusd to the per-sub-block vpmulld + vpaddd is what bounds it).
+inline void q6_offsets(const ActBlockK& a, std::int32_t* out) {
+    const __m512i b =
+        _mm512_cvtepi16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(a.bsums)));
+    _mm512_store_si512(out, _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(b, 5)));
+}
+
 // Q6_K's sub-blocks 2 c + v (v = 0, 1) are plane v of chunk c: its 32 bytes
 // hold the top bits of p = 2 v (bits 0-3) and 2 v + 1 (bits 4-7), so the
 // plane is loaded once for both, masked once to its lo bits (0x33) and hi
@@ -169,37 +202,14 @@ inline void q6_super_block_isum(const std::uint8_t* const (&rec)[G], std::int64_
                                 const ActBlockK* const (&a)[R], __m512i (&isum)[G][R]) {
     constexpr KRecordLayout kL = k_record(GroupedFormat::q6_k);
     alignas(64) std::int32_t offset[R][16];
-    for (int r = 0; r < R; ++r) {
-        const __m512i b = _mm512_cvtepi16_epi32(
-            _mm256_loadu_si256(reinterpret_cast<const __m256i*>(a[r]->bsums)));
-        _mm512_store_si512(offset[r],
-                           _mm512_sub_epi32(_mm512_setzero_si512(), _mm512_slli_epi32(b, 5)));
-    }
+    for (int r = 0; r < R; ++r) q6_offsets(*a[r], offset[r]);
     for (int q = 0; q < G; ++q)
         for (int r = 0; r < R; ++r) isum[q][r] = _mm512_setzero_si512();
-    const __m512i nibble = _mm512_set1_epi8(0x0F);
-    const __m512i low2 = _mm512_set1_epi8(0x33);
-    const __m512i high2 = _mm512_set1_epi8(static_cast<char>(0xCC));
     for (int c = 0; c < 8; ++c) {
         for (int v = 0; v < 2; ++v) {
             const int i = 2 * c + v;
             __m512i w[G][4];
-            for (int q = 0; q < G; ++q) {
-                const __m512i bits = load_pair(rec[q] + kL.high + 64 * c + 32 * v, partner);
-                const __m512i m1 = _mm512_and_si512(bits, low2);
-                const __m512i m2 = _mm512_and_si512(bits, high2);
-                const __m512i n0 = load_pair(rec[q] + 128 * c + 64 * v, partner);
-                const __m512i n1 = load_pair(rec[q] + 128 * c + 64 * v + 32, partner);
-                // The first operand is the destination: a value dead after,
-                // so that no copy of the constant is made. 0xD8: nibble ?
-                // second : first; 0xE4: nibble ? first : second.
-                const __m512i n0_hi = _mm512_srli_epi16(n0, 4);
-                const __m512i n1_hi = _mm512_srli_epi16(n1, 4);
-                w[q][0] = _mm512_ternarylogic_epi32(_mm512_slli_epi16(m1, 4), n0, nibble, 0xD8);
-                w[q][1] = _mm512_ternarylogic_epi32(n0_hi, _mm512_slli_epi16(m2, 2), nibble, 0xE4);
-                w[q][2] = _mm512_ternarylogic_epi32(n1, m1, nibble, 0xE4);
-                w[q][3] = _mm512_ternarylogic_epi32(n1_hi, _mm512_srli_epi16(m2, 2), nibble, 0xE4);
-            }
+            for (int q = 0; q < G; ++q) q6_quants(rec[q], partner, c, v, w[q]);
             __m512i sums[G][R];
             for (int r = 0; r < R; ++r) {
                 const __m512i start = _mm512_set1_epi32(offset[r][i]);

@@ -415,63 +415,64 @@ inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a
     constexpr int kSub = Expanded<kFormat>::kSubBlocks;
     constexpr int kT = 64 / kSub;  // vectors per sub-block
     __m512i isum[G][R];
-    #pragma GCC unroll 64
+#pragma GCC unroll 64
     for (int q = 0; q < G; ++q)
-        #pragma GCC unroll 64
+#pragma GCC unroll 64
         for (int r = 0; r < R; ++r) isum[q][r] = _mm512_setzero_si512();
-    #pragma GCC unroll 64
+#pragma GCC unroll 64
     for (int i = 0; i < kSub; ++i) {
         __m512i sums[G][R];
-        #pragma GCC unroll 64
+#pragma GCC unroll 64
         for (int r = 0; r < R; ++r) {
             const __m512i start = kFormat == GroupedFormat::q6_k
                                       ? _mm512_set1_epi32(-32 * a[r]->bsums[i])
                                       : _mm512_setzero_si512();
-            #pragma GCC unroll 64
+#pragma GCC unroll 64
             for (int q = 0; q < G; ++q) sums[q][r] = start;
         }
-        #pragma GCC unroll 64
+#pragma GCC unroll 64
         for (int t = kT * i; t < kT * (i + 1); ++t) {
             __m512i w[G];
-            #pragma GCC unroll 64
+#pragma GCC unroll 64
             for (int q = 0; q < G; ++q) w[q] = _mm512_load_si512(&e[q].q[t]);
-            #pragma GCC unroll 64
+#pragma GCC unroll 64
             for (int r = 0; r < R; ++r) {
                 const __m512i av = broadcast4(*a[r], t);
-                #pragma GCC unroll 64
+#pragma GCC unroll 64
                 for (int q = 0; q < G; ++q) sums[q][r] = _mm512_dpbusd_epi32(sums[q][r], w[q], av);
             }
         }
-        #pragma GCC unroll 64
+#pragma GCC unroll 64
         for (int q = 0; q < G; ++q)
-            #pragma GCC unroll 64
+#pragma GCC unroll 64
             for (int r = 0; r < R; ++r)
-                isum[q][r] = _mm512_add_epi32(isum[q][r], _mm512_mullo_epi32(sums[q][r], e[q].sc[i]));
+                isum[q][r] =
+                    _mm512_add_epi32(isum[q][r], _mm512_mullo_epi32(sums[q][r], e[q].sc[i]));
     }
     __m512i neg[G][R];
     if constexpr (kFormat != GroupedFormat::q6_k) {
-        #pragma GCC unroll 64
+#pragma GCC unroll 64
         for (int r = 0; r < R; ++r) {
             const __m128i s0 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[r]->bsums));
             const __m128i s1 = _mm_loadu_si128(reinterpret_cast<const __m128i*>(a[r]->bsums + 8));
             const __m128i neg_b = _mm_sub_epi16(_mm_setzero_si128(), _mm_hadd_epi16(s0, s1));
             alignas(16) std::int32_t b_pairs[4];
             _mm_store_si128(reinterpret_cast<__m128i*>(b_pairs), neg_b);
-            #pragma GCC unroll 64
+#pragma GCC unroll 64
             for (int q = 0; q < G; ++q) neg[q][r] = _mm512_setzero_si512();
-            #pragma GCC unroll 64
+#pragma GCC unroll 64
             for (int k = 0; k < 4; ++k) {
                 const __m512i b = _mm512_set1_epi32(b_pairs[k]);
-                #pragma GCC unroll 64
+#pragma GCC unroll 64
                 for (int q = 0; q < G; ++q)
                     neg[q][r] = _mm512_dpwssd_epi32(neg[q][r], e[q].mins[k], b);
             }
         }
     }
-    #pragma GCC unroll 64
+#pragma GCC unroll 64
     for (int r = 0; r < R; ++r) {
         const __m512 ad = _mm512_set1_ps(a[r]->d);
-        #pragma GCC unroll 64
+#pragma GCC unroll 64
         for (int q = 0; q < G; ++q) {
             float* out = y + r * ldy + c0 + 2 * q * kGroupColumns;
             __m512 acc = first ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(mask[q], out);

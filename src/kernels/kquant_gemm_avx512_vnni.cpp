@@ -23,6 +23,7 @@
 
 #include <cstring>
 
+#include "kernels/grouped_avx512.hpp"
 #include "kernels/grouped_prefetch.hpp"
 #include "kernels/kquant_gemm.hpp"
 #include "kernels/kquant_layout.hpp"
@@ -31,15 +32,6 @@
 namespace swiglu::detail {
 
 namespace {
-
-// 32 bytes of a group's record at p and the same 32 of its partner's at
-// p + partner (0: a last group alone, whose upper lanes are then computed
-// and never stored).
-inline __m512i load_pair(const std::uint8_t* p, std::int64_t partner) {
-    const __m256i lo = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
-    const __m256i hi = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p + partner));
-    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
-}
 
 // A sub-block's 8 bytes per group (its scales) widened to one 32-bit lane
 // per column: u8 (Q4_K, Q5_K) or s8 (Q6_K).
@@ -61,30 +53,6 @@ inline __m512i pair_mins(const std::uint8_t* p, std::int64_t partner) {
     const __m256i both =
         _mm256_inserti128_si256(_mm256_castsi128_si256(interleave(p)), interleave(p + partner), 1);
     return _mm512_cvtepu8_epi16(both);
-}
-
-// The 16 columns' f16 d (or dmin) as f32.
-inline __m512 pair_f16(const std::uint8_t* p, std::int64_t partner) {
-    const __m128i lo = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i hi = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + partner));
-    return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
-}
-
-// 4 activation quants (inputs 4 i .. 4 i + 3), broadcast to every column lane.
-inline __m512i broadcast4(const ActBlockK& a, int i) {
-    std::int32_t v;
-    std::memcpy(&v, a.qs + 4 * i, sizeof(v));
-    return _mm512_set1_epi32(v);
-}
-
-// Columns [c0, c0 + 16) of one output row, clipped to n (a masked store
-// touches no lane past it).
-inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
-    const std::int64_t left = n - c0;
-    if (left >= 2 * kGroupColumns)
-        _mm512_storeu_ps(row + c0, v);
-    else
-        _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
 }
 
 // v's 16-bit lanes shifted left by s bits (right by -s). Masked after, so

@@ -1,0 +1,114 @@
+// Mixture-of-experts layers: a router that picks k of E experts per token,
+// and the routed experts themselves, each a SwiGLU block.
+//
+//   y[t] = sum over j < k of weights[t, j] * expert_{ids[t, j]}(x[t])
+//
+// (Mixtral, Qwen2-MoE / Qwen3-MoE, OLMoE, DeepSeek-V2 / V3). route() turns
+// the router's logits into (ids, weights) as each model family defines it;
+// Experts runs the chosen experts, each expert's weights read once per call
+// whatever the number of tokens that chose it.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "swiglu/swiglu.hpp"
+
+namespace swiglu {
+
+// ---- Routers --------------------------------------------------------------
+
+// How a router turns each token's E logits into k expert ids and weights.
+//   Mixtral:            softmax, k = 2, normalize = true
+//   Qwen3-MoE:          softmax, normalize = config's norm_topk_prob (true)
+//   Qwen2-MoE, OLMoE:   softmax, normalize = norm_topk_prob (false)
+//   DeepSeek-V2:        softmax, groups = n_group, top_groups = topk_group
+//                       (group_limited_greedy; 1 and 1 for greedy),
+//                       group_score = max, scaling = routed_scaling_factor
+//   DeepSeek-V3:        sigmoid, bias = e_score_correction_bias (selection
+//                       only), groups / top_groups as V2, group_score =
+//                       top2_sum, normalize = true, scaling = routed_scaling_factor
+enum class RouterScore { softmax, sigmoid };
+// A group's score, for group-limited routing: the largest score of its
+// experts (DeepSeek-V2), or the sum of its two largest (DeepSeek-V3).
+enum class GroupScore { max, top2_sum };
+
+struct RouterRule {
+    std::int64_t top_k = 1;  // k, 1 <= k <= E
+    RouterScore score = RouterScore::softmax;
+    // Divide the k chosen weights by their sum (after softmax / sigmoid, before scaling).
+    bool normalize = false;
+    // Group-limited routing: the E experts in `groups` equal groups of
+    // consecutive ids; only experts of the `top_groups` best groups may be
+    // chosen. groups = 1 (and top_groups = 1): plain top-k.
+    std::int64_t groups = 1;
+    std::int64_t top_groups = 1;
+    GroupScore group_score = GroupScore::max;
+    // Every weight is multiplied by it last (routed_scaling_factor).
+    float scaling = 1.0f;
+};
+
+// For `tokens` rows of E router logits (row-major, tokens x E): each
+// token's k experts by score (score + bias where bias is given: E floats,
+// used to choose, never in the weights) in descending order, ties to the
+// lower id, into ids (tokens x k), and their weights (the scores, then
+// normalized and scaled as the rule says) into weights (tokens x k).
+// Throws swiglu::Error(invalid_argument) for a bad rule, shape or pointer,
+// or a NaN logit or bias (a NaN ranks nowhere), writing nothing.
+SWIGLU_API void route(const float* logits, std::int64_t tokens, std::int64_t experts,
+                      const RouterRule& rule, const float* bias, std::int32_t* ids,
+                      float* weights);
+
+// ---- Routed experts --------------------------------------------------------
+
+// One expert's three weights (shapes as for an Ffn).
+struct ExpertWeights {
+    WeightView gate, up, down;
+};
+
+namespace detail {
+class ExpertsImpl;
+}
+
+class SWIGLU_API Experts {
+public:
+    // E >= 1 experts of one shape (d, f), each packed in options' format as
+    // an Ffn would be (options.dtype, down_dtype; threads is the count every
+    // call may use). Throws swiglu::Error as Ffn does, and invalid_argument
+    // for no experts or experts whose shapes differ (naming the expert).
+    explicit Experts(const std::vector<ExpertWeights>& experts, const Options& options = {});
+    // E experts stacked in three arrays, PyTorch style (layout out_in):
+    // gate, up (E, f, d), down (E, d, f); in_out: gate, up (E, d, f), down (E, f, d).
+    static Experts stacked(const float* gate, const float* up, const float* down,
+                           std::int64_t experts, std::int64_t d, std::int64_t f, Layout layout,
+                           const Options& options = {});
+    ~Experts();
+    Experts(Experts&&) noexcept;
+    Experts& operator=(Experts&&) noexcept;
+    Experts(const Experts&) = delete;
+    Experts& operator=(const Experts&) = delete;
+
+    std::int64_t experts() const;
+    std::int64_t d() const;
+    std::int64_t f() const;
+    int threads() const;
+    Implementation implementation() const;
+
+    // y[t] = sum over j < k of weights[t, j] * expert_{ids[t, j]}(x[t]) for
+    // `tokens` rows: x, y (tokens, d) f32; ids, weights (tokens, k). The
+    // tokens that chose an expert run through it together, so each chosen
+    // expert's weights are read once per call; the k terms are added in j
+    // order, so y is bit-identical for any thread count. y may be x (in
+    // place); any other overlap is rejected. An id out of [0, E), k < 1, a
+    // NaN or infinite weight, a null pointer or an overflowing size is an
+    // Error(invalid_argument) and writes nothing. tokens = 0 does nothing.
+    // Safe to call from several threads at once, as Ffn::forward.
+    void forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
+                 const float* weights, std::int64_t k) const;
+
+private:
+    explicit Experts(std::unique_ptr<detail::ExpertsImpl> impl);
+    std::unique_ptr<detail::ExpertsImpl> impl_;
+};
+
+}  // namespace swiglu

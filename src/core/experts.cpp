@@ -1,0 +1,2 @@
+// Routed experts (swiglu/moe.hpp): Experts.
+#include "swiglu/moe.hpp"

@@ -1,0 +1,2 @@
+// MoE routers (swiglu/moe.hpp): route().
+#include "swiglu/moe.hpp"

@@ -30,6 +30,7 @@
 #include "backward_bench.hpp"
 #include "bench_dtypes.hpp"
 #include "ffn_bench.hpp"
+#include "moe_bench.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
 
@@ -215,6 +216,12 @@ void print_help() {
         "weight), roofline_pct\n(vs the dtype's peak and the read rate of the level holding the "
         "weights; block\nformats: the int8 peak), pct_of_bf16_peak (int8 and block-format "
         "rows).\n"
+        "moe/<shape>/<dtype>/M:<tokens>/T:<threads>: swiglu::Experts, shapes qwen3moe (d 2048,\n"
+        "f 768, 128 experts, top 8), olmoe (2048, 1024, 64, 8), mixtral (4096, 14336, 8, 2);\n"
+        "every dtype but f32 and int8; tokens 1, 4, 16, 128, 512; routing drawn at random,\n"
+        "16 draws cycled call by call. Counters: ns_per_call, GBs and bytes_per_second (the\n"
+        "distinct chosen experts' bytes), dram_pct (vs the DRAM probe), GFLOPs (6 M k d f),\n"
+        "pct_of_peak. Not with --quick.\n"
         "Select rows with --benchmark_filter=, e.g. 'glass/bf16/' or 'llama7b/.*/M:1/'.\n"
         "\n"
         "Google Benchmark flags:\n");
@@ -372,6 +379,8 @@ int main(int argc, char** argv) {
     }
 
     swiglu_bench::register_ffn_benchmarks(
+        quick, swiglu_bench::bench_thread_counts(lib.threads_default), dtypes);
+    swiglu_bench::register_moe_benchmarks(
         quick, swiglu_bench::bench_thread_counts(lib.threads_default), dtypes);
     if (std::find(dtypes.begin(), dtypes.end(), swiglu_bench::BenchDtype::of(swiglu::Dtype::f32)) !=
         dtypes.end())

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "swiglu/swiglu.hpp"
@@ -68,7 +69,8 @@ struct ExpertWeights {
 
 namespace detail {
 class ExpertsImpl;
-}
+class MoeLayerImpl;
+}  // namespace detail
 
 class SWIGLU_API Experts {
 public:
@@ -109,6 +111,48 @@ public:
 private:
     explicit Experts(std::unique_ptr<detail::ExpertsImpl> impl);
     std::unique_ptr<detail::ExpertsImpl> impl_;
+};
+
+// ---- A whole MoE layer -----------------------------------------------------
+
+// The router, the routed experts and, where the model has them, shared
+// experts that every token runs through:
+//   y = Experts(x, route(x @ router^T)) + g(x) * shared(x)
+// with g(x) = sigmoid(x . shared_gate) where a shared gate is given
+// (Qwen2-MoE's shared_expert_gate), else 1 (DeepSeek's shared experts, one
+// block of n_shared * f).
+class SWIGLU_API MoeLayer {
+public:
+    // router: E x d (out_in, as Hugging Face's `gate.weight`) or d x E
+    // (in_out), f32, E and d those of `experts`; bias: E floats (DeepSeek-V3's
+    // e_score_correction_bias) or null; shared: a block of the experts' d, or
+    // none; shared_gate: d floats, or null. All are copied. Throws
+    // swiglu::Error(invalid_argument) naming what does not fit.
+    MoeLayer(const WeightView& router, const RouterRule& rule, Experts experts,
+             const float* bias = nullptr, std::unique_ptr<Ffn> shared = nullptr,
+             const float* shared_gate = nullptr);
+    ~MoeLayer();
+    MoeLayer(MoeLayer&&) noexcept;
+    MoeLayer& operator=(MoeLayer&&) noexcept;
+    MoeLayer(const MoeLayer&) = delete;
+    MoeLayer& operator=(const MoeLayer&) = delete;
+
+    const Experts& experts() const;
+    const RouterRule& rule() const;
+    // The shared block, or null.
+    const Ffn* shared() const;
+    std::int64_t d() const;
+
+    // Each token's k experts and weights (tokens x k each), as route() gives
+    // them for the router's logits x @ router^T (f32; the same bits on every
+    // CPU and thread count).
+    void route(const float* x, std::int64_t tokens, std::int32_t* ids, float* weights) const;
+    // y = the layer's output for `tokens` rows (tokens, d); y may be x.
+    // Errors as Experts::forward; bit-identical for any thread count.
+    void forward(const float* x, float* y, std::int64_t tokens) const;
+
+private:
+    std::unique_ptr<detail::MoeLayerImpl> impl_;
 };
 
 }  // namespace swiglu

@@ -1,0 +1,216 @@
+// moe/<shape>/<dtype>/M:<tokens>/T:<threads>: swiglu::Experts on the MoE
+// shapes (moe_shapes.hpp), routing drawn at random with a fixed seed and
+// changed from call to call.
+//
+// Why the routing changes: successive tokens and layers choose other
+// experts, and a benchmark that calls with one routing would read the same
+// few experts every time: one qwen3moe call's 8 chosen q4_0 experts are 21 MB
+// and would sit in a 32 MB L3, flattering every row. kDraws routings are
+// cycled through, so the experts a call reads were last read kDraws - 1
+// calls earlier (about all 128 of qwen3moe's, 340 MB in q4_0, in between).
+//
+// What the rows report: the bytes of the distinct experts each call reads
+// (the file's bytes per weight, bench_dtypes.hpp; SetBytesProcessed, so
+// Google Benchmark's bytes_per_second is that rate), that rate against the
+// DRAM probe of the same run (dram_pct), and GFLOP/s (6 M k d f per call)
+// against the dtype's compute peak (pct_of_peak).
+#include "moe_bench.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <numeric>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ffn_bench.hpp"
+#include "machine_probe.hpp"
+#include "moe_shapes.hpp"
+#include "swiglu/moe.hpp"
+#include "weights.hpp"
+
+namespace swiglu_bench {
+namespace {
+
+constexpr int kDraws = 16;
+
+// One call's routing: each token's k distinct experts, drawn uniformly, and
+// positive weights summing to 1; the bytes of the distinct experts it reads.
+struct Draw {
+    std::vector<std::int32_t> ids;
+    std::vector<float> weights;
+    double bytes = 0;
+};
+
+std::vector<Draw> make_draws(const MoeShape& s, std::int64_t tokens, double expert_bytes) {
+    std::mt19937_64 rng(0x6d6f65u + std::uint64_t(tokens));
+    std::uniform_real_distribution<float> uniform(0.1f, 1.0f);
+    std::vector<Draw> draws(kDraws);
+    std::vector<std::int32_t> order(static_cast<std::size_t>(s.experts));
+    for (Draw& draw : draws) {
+        std::vector<bool> active(order.size(), false);
+        for (std::int64_t t = 0; t < tokens; ++t) {
+            std::iota(order.begin(), order.end(), 0);
+            float sum = 0;
+            std::vector<float> w(static_cast<std::size_t>(s.top_k));
+            for (std::int64_t j = 0; j < s.top_k; ++j) {
+                // A partial Fisher-Yates shuffle: k distinct experts.
+                std::uniform_int_distribution<std::int64_t> pick(j, s.experts - 1);
+                std::swap(order[std::size_t(j)], order[std::size_t(pick(rng))]);
+                draw.ids.push_back(order[std::size_t(j)]);
+                active[std::size_t(order[std::size_t(j)])] = true;
+                sum += w[std::size_t(j)] = uniform(rng);
+            }
+            for (float v : w) draw.weights.push_back(v / sum);
+        }
+        draw.bytes = double(std::count(active.begin(), active.end(), true)) * expert_bytes;
+    }
+    return draws;
+}
+
+// One Experts alive at a time, rebuilt when the shape, dtype or thread
+// count changes (the rows are registered in that nesting, so each is built
+// once). Every expert is packed from the same f32 weights: each still lies
+// in its own memory, which is what the rows measure, and the source stays
+// one expert's size (Mixtral's: 704 MB in f32) instead of E of them.
+class MoeFixture {
+public:
+    const swiglu::Experts& experts(const MoeShape& s, const BenchDtype& dtype, int threads) {
+        if (experts_ && shape_ == &s && dtype_ == dtype && threads_ == threads) return *experts_;
+        experts_.reset();
+        if (!source_ || source_->shape.d != s.d || source_->shape.f != s.f)
+            source_ = make_weights(Shape{s.name, s.d, s.f});
+        const swiglu::ExpertWeights one{
+            swiglu::WeightView::out_in(source_->gate.get(), s.f, s.d),
+            swiglu::WeightView::out_in(source_->up.get(), s.f, s.d),
+            swiglu::WeightView::out_in(source_->down.get(), s.d, s.f)};
+        const std::vector<swiglu::ExpertWeights> all(static_cast<std::size_t>(s.experts), one);
+        const swiglu::Options options = bench_options(threads, dtype);
+        experts_ = std::make_unique<swiglu::Experts>(all, options);
+        // Every expert is the same block and each token's weights sum to 1,
+        // so y must be that block's output: a check that the rows time a
+        // working layer (not a test: the experts suite has those).
+        check(s, swiglu::Ffn(one.gate, one.up, one.down, options));
+        shape_ = &s;
+        dtype_ = dtype;
+        threads_ = threads;
+        return *experts_;
+    }
+
+private:
+    void check(const MoeShape& s, const swiglu::Ffn& block) const {
+        const std::int64_t tokens = 3;
+        const std::vector<float> x = make_input(tokens, s.d, 7);
+        std::vector<float> y(x.size()), y_ref(x.size());
+        const std::vector<Draw> draws = make_draws(s, tokens, 0);
+        experts_->forward(x.data(), y.data(), tokens, draws[0].ids.data(), draws[0].weights.data(),
+                          s.top_k);
+        block.forward(x.data(), y_ref.data(), tokens);
+        double diff = 0, scale = 0;
+        for (std::size_t i = 0; i < y.size(); ++i) {
+            diff = std::max(diff, double(std::fabs(y[i] - y_ref[i])));
+            scale = std::max(scale, double(std::fabs(y_ref[i])));
+        }
+        // k weighted copies of one row summed in f32 (about k ulps), and the
+        // block run at another row count (bf16's kernels may then differ by
+        // their accumulation order): far under 1e-3 of max|y|.
+        if (!(diff <= 1e-3 * scale)) {
+            std::fprintf(stderr, "\nFATAL: moe/%s: Experts' y differs from its one block's by %.3g (max|y| %.3g)\n",
+                         s.name, diff, scale);
+            std::abort();
+        }
+    }
+
+    const MoeShape* shape_ = nullptr;
+    BenchDtype dtype_ = BenchDtype::of(swiglu::Dtype::f32);
+    int threads_ = 0;
+    std::unique_ptr<ShapeWeights> source_;
+    std::unique_ptr<swiglu::Experts> experts_;
+};
+
+MoeFixture& fixture() {
+    static MoeFixture fx;
+    return fx;
+}
+
+void bm_moe(benchmark::State& st, const MoeShape* s, const BenchDtype& dtype, std::int64_t tokens,
+            int threads) {
+    const double expert_bytes = weight_bytes(Shape{s->name, s->d, s->f}, dtype);
+    const swiglu::Experts* experts = nullptr;
+    try {
+        experts = &fixture().experts(*s, dtype, threads);
+    } catch (const std::exception& e) {
+        st.SkipWithError(e.what());
+        return;
+    }
+    const std::vector<Draw> draws = make_draws(*s, tokens, expert_bytes);
+    const std::vector<float> x = make_input(tokens, s->d, 1);
+    std::vector<float> y(x.size());
+    // One call per draw first: the calls timed below find their scratch made.
+    for (const Draw& d : draws)
+        experts->forward(x.data(), y.data(), tokens, d.ids.data(), d.weights.data(), s->top_k);
+    std::size_t next = 0;
+    double bytes = 0;
+    for (auto _ : st) {
+        const Draw& d = draws[next];
+        next = (next + 1) % draws.size();
+        experts->forward(x.data(), y.data(), tokens, d.ids.data(), d.weights.data(), s->top_k);
+        bytes += d.bytes;
+        benchmark::DoNotOptimize(y.data());
+    }
+    const double calls = double(st.iterations());
+    st.SetBytesProcessed(static_cast<std::int64_t>(bytes));
+    // Rates divide by the row's (real) seconds; inverted, calls * 1e-9 per
+    // second reads as ns per call.
+    st.counters["ns_per_call"] =
+        benchmark::Counter(calls * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
+    st.counters["GBs"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
+    const double dram = machine().dram(threads);
+    if (dram > 0)
+        st.counters["dram_pct"] =
+            benchmark::Counter(100.0 * bytes / 1e9 / dram, benchmark::Counter::kIsRate);
+    const double flops = 6.0 * double(tokens) * double(s->top_k) * double(s->d) * double(s->f);
+    st.counters["GFLOPs"] = benchmark::Counter(calls * flops / 1e9, benchmark::Counter::kIsRate);
+    const double peak = machine().peak(threads, dtype.grouped() ? swiglu::Dtype::int8 : dtype.dtype);
+    if (peak > 0)
+        st.counters["pct_of_peak"] =
+            benchmark::Counter(100.0 * calls * flops / 1e9 / peak, benchmark::Counter::kIsRate);
+}
+
+// The dtypes the rows run: f32 (2.4-5.6 GB of experts per shape) and int8
+// (no MoE file holds it) are left out.
+bool moe_dtype(const BenchDtype& dtype) {
+    return dtype.dtype != swiglu::Dtype::f32 && dtype.dtype != swiglu::Dtype::int8;
+}
+
+}  // namespace
+
+void register_moe_benchmarks(bool quick, const std::vector<int>& threads,
+                             const std::vector<BenchDtype>& dtypes) {
+    if (quick) return;
+    for (const MoeShape& s : moe_shapes())
+        for (const BenchDtype& dtype : dtypes) {
+            if (!moe_dtype(dtype)) continue;
+            for (int t : threads)
+                for (std::int64_t m : moe_tokens()) {
+                    const std::string name = "moe/" + std::string(s.name) + "/" + dtype.name +
+                                             "/M:" + std::to_string(m) +
+                                             "/T:" + std::to_string(t);
+                    const MoeShape* sp = &s;
+                    benchmark::RegisterBenchmark(name.c_str(),
+                                                 [sp, dtype, m, t](benchmark::State& st) {
+                                                     bm_moe(st, sp, dtype, m, t);
+                                                 })
+                        ->UseRealTime()
+                        ->Unit(benchmark::kMillisecond)
+                        ->MinTime(0.5);
+                }
+        }
+}
+
+}  // namespace swiglu_bench

@@ -54,8 +54,14 @@ struct RouterRule {
 // used to choose, never in the weights) in descending order, ties to the
 // lower id, into ids (tokens x k), and their weights (the scores, then
 // normalized and scaled as the rule says) into weights (tokens x k).
-// Throws swiglu::Error(invalid_argument) for a bad rule, shape or pointer,
-// or a NaN logit or bias (a NaN ranks nowhere), writing nothing.
+// Scores are computed in double and each weight rounded to float once; a
+// tie is two equal double scores (+ bias). Normalizing sigmoid scores adds
+// 1e-20 to the sum, as DeepSeek-V3 does (softmax's k largest never sum to 0).
+// Throws swiglu::Error(invalid_argument) for a bad rule (checked even when
+// tokens = 0; top2_sum needs >= 2 experts per group), shape or pointer,
+// overlapping logits / bias / ids / weights, or a non-finite logit or bias
+// (a NaN ranks nowhere; softmax of +inf is NaN), writing nothing.
+// tokens = 0 does nothing else.
 SWIGLU_API void route(const float* logits, std::int64_t tokens, std::int64_t experts,
                       const RouterRule& rule, const float* bias, std::int32_t* ids,
                       float* weights);

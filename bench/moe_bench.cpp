@@ -28,10 +28,10 @@
 #include <string>
 #include <vector>
 
+#include <swiglu/moe.hpp>
 #include "ffn_bench.hpp"
 #include "machine_probe.hpp"
 #include "moe_shapes.hpp"
-#include "swiglu/moe.hpp"
 #include "weights.hpp"
 
 namespace swiglu_bench {
@@ -85,10 +85,9 @@ public:
         experts_.reset();
         if (!source_ || source_->shape.d != s.d || source_->shape.f != s.f)
             source_ = make_weights(Shape{s.name, s.d, s.f});
-        const swiglu::ExpertWeights one{
-            swiglu::WeightView::out_in(source_->gate.get(), s.f, s.d),
-            swiglu::WeightView::out_in(source_->up.get(), s.f, s.d),
-            swiglu::WeightView::out_in(source_->down.get(), s.d, s.f)};
+        const swiglu::ExpertWeights one{swiglu::WeightView::out_in(source_->gate.get(), s.f, s.d),
+                                        swiglu::WeightView::out_in(source_->up.get(), s.f, s.d),
+                                        swiglu::WeightView::out_in(source_->down.get(), s.d, s.f)};
         const std::vector<swiglu::ExpertWeights> all(static_cast<std::size_t>(s.experts), one);
         const swiglu::Options options = bench_options(threads, dtype);
         experts_ = std::make_unique<swiglu::Experts>(all, options);
@@ -120,8 +119,10 @@ private:
         // block run at another row count (bf16's kernels may then differ by
         // their accumulation order): far under 1e-3 of max|y|.
         if (!(diff <= 1e-3 * scale)) {
-            std::fprintf(stderr, "\nFATAL: moe/%s: Experts' y differs from its one block's by %.3g (max|y| %.3g)\n",
-                         s.name, diff, scale);
+            std::fprintf(
+                stderr,
+                "\nFATAL: moe/%s: Experts' y differs from its one block's by %.3g (max|y| %.3g)\n",
+                s.name, diff, scale);
             std::abort();
         }
     }
@@ -176,7 +177,8 @@ void bm_moe(benchmark::State& st, const MoeShape* s, const BenchDtype& dtype, st
             benchmark::Counter(100.0 * bytes / 1e9 / dram, benchmark::Counter::kIsRate);
     const double flops = 6.0 * double(tokens) * double(s->top_k) * double(s->d) * double(s->f);
     st.counters["GFLOPs"] = benchmark::Counter(calls * flops / 1e9, benchmark::Counter::kIsRate);
-    const double peak = machine().peak(threads, dtype.grouped() ? swiglu::Dtype::int8 : dtype.dtype);
+    const double peak =
+        machine().peak(threads, dtype.grouped() ? swiglu::Dtype::int8 : dtype.dtype);
     if (peak > 0)
         st.counters["pct_of_peak"] =
             benchmark::Counter(100.0 * calls * flops / 1e9 / peak, benchmark::Counter::kIsRate);
@@ -199,13 +201,11 @@ void register_moe_benchmarks(bool quick, const std::vector<int>& threads,
             for (int t : threads)
                 for (std::int64_t m : moe_tokens()) {
                     const std::string name = "moe/" + std::string(s.name) + "/" + dtype.name +
-                                             "/M:" + std::to_string(m) +
-                                             "/T:" + std::to_string(t);
+                                             "/M:" + std::to_string(m) + "/T:" + std::to_string(t);
                     const MoeShape* sp = &s;
-                    benchmark::RegisterBenchmark(name.c_str(),
-                                                 [sp, dtype, m, t](benchmark::State& st) {
-                                                     bm_moe(st, sp, dtype, m, t);
-                                                 })
+                    benchmark::RegisterBenchmark(
+                        name.c_str(),
+                        [sp, dtype, m, t](benchmark::State& st) { bm_moe(st, sp, dtype, m, t); })
                         ->UseRealTime()
                         ->Unit(benchmark::kMillisecond)
                         ->MinTime(0.5);

@@ -10,8 +10,8 @@
 #include <numeric>
 #include <vector>
 
+#include <swiglu/moe.hpp>
 #include "reference.hpp"
-#include "swiglu/moe.hpp"
 
 using namespace swiglu;
 
@@ -46,8 +46,8 @@ struct Model {
                    const Options& options = {}) const {
         std::unique_ptr<Ffn> s;
         if (shared)
-            s = std::make_unique<Ffn>(shared->gate_view(), shared->up_view(),
-                                      shared->down_view(), options);
+            s = std::make_unique<Ffn>(shared->gate_view(), shared->up_view(), shared->down_view(),
+                                      options);
         return MoeLayer(WeightView::out_in(router.data(), e, d), rule, make_experts(options),
                         with_bias ? bias.data() : nullptr, std::move(s),
                         gated ? gate.data() : nullptr);
@@ -69,7 +69,8 @@ struct Model {
         for (std::int64_t j = 0; j < k; ++j) {
             const auto& b = experts[std::size_t(ids[j])];
             const auto r = test::reference_ffn(x, 1, b.gate_view(), b.up_view(), b.down_view());
-            for (std::int64_t i = 0; i < d; ++i) y[std::size_t(i)] += double(w[j]) * r[std::size_t(i)];
+            for (std::int64_t i = 0; i < d; ++i)
+                y[std::size_t(i)] += double(w[j]) * r[std::size_t(i)];
         }
         if (shared) {
             const auto r = test::reference_ffn(x, 1, shared->gate_view(), shared->up_view(),
@@ -77,7 +78,8 @@ struct Model {
             double g = 1.0;
             if (gated) {
                 double dot = 0;
-                for (std::int64_t i = 0; i < d; ++i) dot += double(x[i]) * double(gate[std::size_t(i)]);
+                for (std::int64_t i = 0; i < d; ++i)
+                    dot += double(x[i]) * double(gate[std::size_t(i)]);
                 g = 1.0 / (1.0 + std::exp(-dot));
             }
             for (std::int64_t i = 0; i < d; ++i) y[std::size_t(i)] += g * r[std::size_t(i)];
@@ -90,8 +92,9 @@ struct Model {
 std::vector<std::int32_t> top_k(const std::vector<double>& v, std::int64_t k) {
     std::vector<std::int32_t> ids(v.size());
     std::iota(ids.begin(), ids.end(), 0);
-    std::stable_sort(ids.begin(), ids.end(),
-                     [&](std::int32_t a, std::int32_t b) { return v[std::size_t(a)] > v[std::size_t(b)]; });
+    std::stable_sort(ids.begin(), ids.end(), [&](std::int32_t a, std::int32_t b) {
+        return v[std::size_t(a)] > v[std::size_t(b)];
+    });
     ids.resize(std::size_t(k));
     return ids;
 }
@@ -108,159 +111,161 @@ bool clear_choice(const std::vector<double>& v, std::int64_t k) {
 }  // namespace
 
 TEST_SUITE("moe_layer") {
-    TEST_CASE("Mixtral-style layer: the router's choice and y against fp64") {
-        const Model m(64, 96, 8, 0, 5);
-        RouterRule rule;
-        rule.top_k = 2;
-        rule.normalize = true;
-        const MoeLayer layer = m.layer(rule, false, false);
-        const std::int64_t tokens = 13;
-        const std::vector<float> x = test::random_input(tokens, m.d, 3);
-        std::vector<std::int32_t> ids(std::size_t(tokens * 2));
-        std::vector<float> w(ids.size());
-        layer.route(x.data(), tokens, ids.data(), w.data());
-        int checked = 0;
-        for (std::int64_t t = 0; t < tokens; ++t) {
-            const auto l = m.logits(x.data() + t * m.d);
-            if (!clear_choice(l, 2)) continue;
-            ++checked;
-            const auto want = top_k(l, 2);
-            CHECK(ids[std::size_t(2 * t)] == want[0]);
-            CHECK(ids[std::size_t(2 * t + 1)] == want[1]);
-            // Normalised softmax of the two: sigmoid of their difference.
-            const double p0 = 1.0 / (1.0 + std::exp(l[std::size_t(want[1])] - l[std::size_t(want[0])]));
-            CHECK(w[std::size_t(2 * t)] == doctest::Approx(p0).epsilon(1e-5));
-        }
-        CHECK(checked >= tokens - 2);
-        std::vector<float> y(x.size());
-        layer.forward(x.data(), y.data(), tokens);
-        std::vector<double> ref;
-        for (std::int64_t t = 0; t < tokens; ++t) {
-            const auto r = m.reference(x.data() + t * m.d, ids.data() + 2 * t, w.data() + 2 * t, 2, false);
-            ref.insert(ref.end(), r.begin(), r.end());
-        }
-        CHECK(test::relative_error(y, ref) <= 2 * test::f32_tolerance(m.d, m.f));
+TEST_CASE("Mixtral-style layer: the router's choice and y against fp64") {
+    const Model m(64, 96, 8, 0, 5);
+    RouterRule rule;
+    rule.top_k = 2;
+    rule.normalize = true;
+    const MoeLayer layer = m.layer(rule, false, false);
+    const std::int64_t tokens = 13;
+    const std::vector<float> x = test::random_input(tokens, m.d, 3);
+    std::vector<std::int32_t> ids(std::size_t(tokens * 2));
+    std::vector<float> w(ids.size());
+    layer.route(x.data(), tokens, ids.data(), w.data());
+    int checked = 0;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        const auto l = m.logits(x.data() + t * m.d);
+        if (!clear_choice(l, 2)) continue;
+        ++checked;
+        const auto want = top_k(l, 2);
+        CHECK(ids[std::size_t(2 * t)] == want[0]);
+        CHECK(ids[std::size_t(2 * t + 1)] == want[1]);
+        // Normalised softmax of the two: sigmoid of their difference.
+        const double p0 = 1.0 / (1.0 + std::exp(l[std::size_t(want[1])] - l[std::size_t(want[0])]));
+        CHECK(w[std::size_t(2 * t)] == doctest::Approx(p0).epsilon(1e-5));
     }
+    CHECK(checked >= tokens - 2);
+    std::vector<float> y(x.size());
+    layer.forward(x.data(), y.data(), tokens);
+    std::vector<double> ref;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        const auto r =
+            m.reference(x.data() + t * m.d, ids.data() + 2 * t, w.data() + 2 * t, 2, false);
+        ref.insert(ref.end(), r.begin(), r.end());
+    }
+    CHECK(test::relative_error(y, ref) <= 2 * test::f32_tolerance(m.d, m.f));
+}
 
-    TEST_CASE("Qwen2-MoE-style layer: a gated shared block, in place, any thread count") {
-        const Model m(48, 40, 6, 56, 9);
-        RouterRule rule;
-        rule.top_k = 3;
-        const std::int64_t tokens = 7;
-        const std::vector<float> x = test::random_input(tokens, m.d, 4);
-        std::vector<float> first;
-        for (int threads : {1, 2, 3}) {
-            Options o;
-            o.threads = threads;
-            const MoeLayer layer = m.layer(rule, false, true, o);
-            CHECK(layer.shared() != nullptr);
-            std::vector<float> y = x;
-            layer.forward(y.data(), y.data(), tokens);  // in place
-            std::vector<float> out(x.size());
-            layer.forward(x.data(), out.data(), tokens);
-            CHECK(std::memcmp(y.data(), out.data(), y.size() * sizeof(float)) == 0);
-            if (first.empty()) {
-                first = y;
-                std::vector<std::int32_t> ids(std::size_t(tokens * 3));
-                std::vector<float> w(ids.size());
-                layer.route(x.data(), tokens, ids.data(), w.data());
-                std::vector<double> ref;
-                for (std::int64_t t = 0; t < tokens; ++t) {
-                    const auto r = m.reference(x.data() + t * m.d, ids.data() + 3 * t,
-                                               w.data() + 3 * t, 3, true);
-                    ref.insert(ref.end(), r.begin(), r.end());
-                }
-                CHECK(test::relative_error(y, ref) <= 3 * test::f32_tolerance(m.d, 56));
-            } else {
-                CHECK(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
+TEST_CASE("Qwen2-MoE-style layer: a gated shared block, in place, any thread count") {
+    const Model m(48, 40, 6, 56, 9);
+    RouterRule rule;
+    rule.top_k = 3;
+    const std::int64_t tokens = 7;
+    const std::vector<float> x = test::random_input(tokens, m.d, 4);
+    std::vector<float> first;
+    for (int threads : {1, 2, 3}) {
+        Options o;
+        o.threads = threads;
+        const MoeLayer layer = m.layer(rule, false, true, o);
+        CHECK(layer.shared() != nullptr);
+        std::vector<float> y = x;
+        layer.forward(y.data(), y.data(), tokens);  // in place
+        std::vector<float> out(x.size());
+        layer.forward(x.data(), out.data(), tokens);
+        CHECK(std::memcmp(y.data(), out.data(), y.size() * sizeof(float)) == 0);
+        if (first.empty()) {
+            first = y;
+            std::vector<std::int32_t> ids(std::size_t(tokens * 3));
+            std::vector<float> w(ids.size());
+            layer.route(x.data(), tokens, ids.data(), w.data());
+            std::vector<double> ref;
+            for (std::int64_t t = 0; t < tokens; ++t) {
+                const auto r =
+                    m.reference(x.data() + t * m.d, ids.data() + 3 * t, w.data() + 3 * t, 3, true);
+                ref.insert(ref.end(), r.begin(), r.end());
             }
+            CHECK(test::relative_error(y, ref) <= 3 * test::f32_tolerance(m.d, 56));
+        } else {
+            CHECK(std::memcmp(y.data(), first.data(), y.size() * sizeof(float)) == 0);
         }
     }
+}
 
-    TEST_CASE("DeepSeek-V3-style layer: sigmoid scores, bias, groups, an ungated shared block") {
-        const Model m(32, 24, 16, 48, 13);
-        RouterRule rule;
-        rule.top_k = 4;
-        rule.score = RouterScore::sigmoid;
-        rule.groups = 4;
-        rule.top_groups = 2;
-        rule.group_score = GroupScore::top2_sum;
-        rule.normalize = true;
-        rule.scaling = 2.5f;
-        const MoeLayer layer = m.layer(rule, true, false);
-        const std::int64_t tokens = 5;
-        const std::vector<float> x = test::random_input(tokens, m.d, 6);
-        std::vector<std::int32_t> ids(std::size_t(tokens * 4));
-        std::vector<float> w(ids.size());
-        layer.route(x.data(), tokens, ids.data(), w.data());
-        for (std::int64_t t = 0; t < tokens; ++t) {
-            double sum = 0;
-            for (int j = 0; j < 4; ++j) sum += w[std::size_t(4 * t + j)];
-            CHECK(sum == doctest::Approx(2.5).epsilon(1e-5));  // normalised, then scaled
-            // Every chosen expert lies in one of two groups of 4.
-            std::vector<int> groups;
-            for (int j = 0; j < 4; ++j) groups.push_back(ids[std::size_t(4 * t + j)] / 4);
-            std::sort(groups.begin(), groups.end());
-            CHECK(std::unique(groups.begin(), groups.end()) - groups.begin() <= 2);
-        }
-        std::vector<float> y(x.size());
-        layer.forward(x.data(), y.data(), tokens);
-        std::vector<double> ref;
-        for (std::int64_t t = 0; t < tokens; ++t) {
-            const auto r = m.reference(x.data() + t * m.d, ids.data() + 4 * t, w.data() + 4 * t, 4, false);
-            ref.insert(ref.end(), r.begin(), r.end());
-        }
-        CHECK(test::relative_error(y, ref) <= 4 * test::f32_tolerance(m.d, 48));
+TEST_CASE("DeepSeek-V3-style layer: sigmoid scores, bias, groups, an ungated shared block") {
+    const Model m(32, 24, 16, 48, 13);
+    RouterRule rule;
+    rule.top_k = 4;
+    rule.score = RouterScore::sigmoid;
+    rule.groups = 4;
+    rule.top_groups = 2;
+    rule.group_score = GroupScore::top2_sum;
+    rule.normalize = true;
+    rule.scaling = 2.5f;
+    const MoeLayer layer = m.layer(rule, true, false);
+    const std::int64_t tokens = 5;
+    const std::vector<float> x = test::random_input(tokens, m.d, 6);
+    std::vector<std::int32_t> ids(std::size_t(tokens * 4));
+    std::vector<float> w(ids.size());
+    layer.route(x.data(), tokens, ids.data(), w.data());
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        double sum = 0;
+        for (int j = 0; j < 4; ++j) sum += w[std::size_t(4 * t + j)];
+        CHECK(sum == doctest::Approx(2.5).epsilon(1e-5));  // normalised, then scaled
+        // Every chosen expert lies in one of two groups of 4.
+        std::vector<int> groups;
+        for (int j = 0; j < 4; ++j) groups.push_back(ids[std::size_t(4 * t + j)] / 4);
+        std::sort(groups.begin(), groups.end());
+        CHECK(std::unique(groups.begin(), groups.end()) - groups.begin() <= 2);
     }
-
-    TEST_CASE("bad layers and calls are refused and write nothing") {
-        const Model m(16, 8, 4, 12, 21);
-        RouterRule rule;
-        rule.top_k = 2;
-        const auto refused = [](auto&& make) {
-            try {
-                make();
-            } catch (const Error& e) {
-                return e.status() == Status::invalid_argument;
-            }
-            return false;
-        };
-        // The router must map d to E.
-        CHECK(refused([&] {
-            MoeLayer(WeightView::out_in(m.router.data(), m.e - 1, m.d), rule, m.make_experts({}));
-        }));
-        CHECK(refused([&] { MoeLayer(WeightView::out_in(nullptr, m.e, m.d), rule, m.make_experts({})); }));
-        RouterRule bad = rule;
-        bad.top_k = 5;
-        CHECK(refused([&] {
-            MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), bad, m.make_experts({}));
-        }));
-        std::vector<float> nan_bias(4, 0.0f);
-        nan_bias[2] = std::nanf("");
-        CHECK(refused([&] {
-            MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), rule, m.make_experts({}),
-                     nan_bias.data());
-        }));
-        CHECK(refused([&] {
-            MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), rule, m.make_experts({}),
-                     nullptr, nullptr, m.gate.data());
-        }));
-        const test::RandomBlock other(12, 8, Layout::out_in, 3);
-        CHECK(refused([&] {
-            MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), rule, m.make_experts({}),
-                     nullptr, std::make_unique<Ffn>(other.gate_view(), other.up_view(), other.down_view()));
-        }));
-
-        const MoeLayer layer = m.layer(rule, false, true);
-        std::vector<float> x = test::random_input(3, m.d, 1);
-        std::vector<float> y(x.size(), 7.0f);
-        CHECK(refused([&] { layer.forward(x.data(), y.data(), -1); }));
-        CHECK(refused([&] { layer.forward(nullptr, y.data(), 3); }));
-        CHECK(refused([&] { layer.forward(x.data(), nullptr, 3); }));
-        CHECK(refused([&] { layer.forward(x.data(), x.data() + 1, 2); }));
-        x[m.d + 3] = std::nanf("");  // token 1: no expert ranks
-        CHECK(refused([&] { layer.forward(x.data(), y.data(), 3); }));
-        CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
-        layer.forward(x.data(), y.data(), 0);  // nothing to do
+    std::vector<float> y(x.size());
+    layer.forward(x.data(), y.data(), tokens);
+    std::vector<double> ref;
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        const auto r =
+            m.reference(x.data() + t * m.d, ids.data() + 4 * t, w.data() + 4 * t, 4, false);
+        ref.insert(ref.end(), r.begin(), r.end());
     }
+    CHECK(test::relative_error(y, ref) <= 4 * test::f32_tolerance(m.d, 48));
+}
+
+TEST_CASE("bad layers and calls are refused and write nothing") {
+    const Model m(16, 8, 4, 12, 21);
+    RouterRule rule;
+    rule.top_k = 2;
+    const auto refused = [](auto&& make) {
+        try {
+            make();
+        } catch (const Error& e) {
+            return e.status() == Status::invalid_argument;
+        }
+        return false;
+    };
+    // The router must map d to E.
+    CHECK(refused([&] {
+        MoeLayer(WeightView::out_in(m.router.data(), m.e - 1, m.d), rule, m.make_experts({}));
+    }));
+    CHECK(refused(
+        [&] { MoeLayer(WeightView::out_in(nullptr, m.e, m.d), rule, m.make_experts({})); }));
+    RouterRule bad = rule;
+    bad.top_k = 5;
+    CHECK(refused(
+        [&] { MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), bad, m.make_experts({})); }));
+    std::vector<float> nan_bias(4, 0.0f);
+    nan_bias[2] = std::nanf("");
+    CHECK(refused([&] {
+        MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), rule, m.make_experts({}),
+                 nan_bias.data());
+    }));
+    CHECK(refused([&] {
+        MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), rule, m.make_experts({}), nullptr,
+                 nullptr, m.gate.data());
+    }));
+    const test::RandomBlock other(12, 8, Layout::out_in, 3);
+    CHECK(refused([&] {
+        MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), rule, m.make_experts({}), nullptr,
+                 std::make_unique<Ffn>(other.gate_view(), other.up_view(), other.down_view()));
+    }));
+
+    const MoeLayer layer = m.layer(rule, false, true);
+    std::vector<float> x = test::random_input(3, m.d, 1);
+    std::vector<float> y(x.size(), 7.0f);
+    CHECK(refused([&] { layer.forward(x.data(), y.data(), -1); }));
+    CHECK(refused([&] { layer.forward(nullptr, y.data(), 3); }));
+    CHECK(refused([&] { layer.forward(x.data(), nullptr, 3); }));
+    CHECK(refused([&] { layer.forward(x.data(), x.data() + 1, 2); }));
+    x[m.d + 3] = std::nanf("");  // token 1: no expert ranks
+    CHECK(refused([&] { layer.forward(x.data(), y.data(), 3); }));
+    CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
+    layer.forward(x.data(), y.data(), 0);  // nothing to do
+}
 }

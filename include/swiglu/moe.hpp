@@ -63,8 +63,7 @@ struct RouterRule {
 // (a NaN ranks nowhere; softmax of +inf is NaN), writing nothing.
 // tokens = 0 does nothing else.
 SWIGLU_API void route(const float* logits, std::int64_t tokens, std::int64_t experts,
-                      const RouterRule& rule, const float* bias, std::int32_t* ids,
-                      float* weights);
+                      const RouterRule& rule, const float* bias, std::int32_t* ids, float* weights);
 
 // ---- Routed experts --------------------------------------------------------
 

@@ -11,6 +11,7 @@
 #include <new>
 #include <vector>
 
+#include <swiglu/moe.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "reference.hpp"
@@ -28,6 +29,20 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+namespace {
+std::atomic<long> g_aligned{0};
+}
+
+// And aligned_alloc, where the library's scratch comes from (AlignedBuffer):
+// counted, then served by posix_memalign (aligned_alloc's contract is the
+// same, with an alignment of at least a pointer's).
+extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
+    g_aligned.fetch_add(1, std::memory_order_relaxed);
+    void* p = nullptr;
+    if (alignment < sizeof(void*)) alignment = sizeof(void*);
+    return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
+}
 
 using namespace swiglu;
 
@@ -79,6 +94,35 @@ TEST_CASE("a block on our own kernels allocates nothing at all after its first c
             for (int i = 0; i < 10; ++i) ffn.forward(x.data(), y.data(), tokens);
             CHECK(g_news.load() - before == 0);
         }
+}
+
+TEST_CASE("Experts allocate nothing after their first call of a size, nor for smaller calls") {
+    // q4_0 with under 64 rows per expert: our kernels only, as above. The
+    // scratch Experts keeps (the gathered rows, the sort) grows to the
+    // largest call and stays: aligned_alloc is counted too.
+    const std::int64_t E = 4, k = 2;
+    std::vector<test::RandomBlock> blocks;
+    std::vector<ExpertWeights> weights;
+    for (std::int64_t e = 0; e < E; ++e) blocks.emplace_back(96, 200, Layout::out_in, 7 + e);
+    for (const auto& b : blocks) weights.push_back({b.gate_view(), b.up_view(), b.down_view()});
+    const Experts experts(weights, Options{2, Dtype::q4_0});
+    bool first = true;
+    for (std::int64_t tokens : {17, 3}) {
+        CAPTURE(tokens);
+        const auto x = test::random_input(tokens, 96, 2);
+        std::vector<float> y(x.size());
+        std::vector<std::int32_t> ids;
+        for (std::int64_t t = 0; t < tokens; ++t)
+            for (std::int64_t j = 0; j < k; ++j) ids.push_back(std::int32_t((t + j) % E));
+        const std::vector<float> w(ids.size(), 0.5f);
+        if (first) experts.forward(x.data(), y.data(), tokens, ids.data(), w.data(), k);
+        first = false;
+        const long news = g_news.load(), aligned = g_aligned.load();
+        for (int i = 0; i < 10; ++i)
+            experts.forward(x.data(), y.data(), tokens, ids.data(), w.data(), k);
+        CHECK(g_news.load() - news == 0);
+        CHECK(g_aligned.load() - aligned == 0);
+    }
 }
 
 TEST_CASE("backward allocates the same on every call") {

@@ -1,0 +1,97 @@
+// Experts' forward once its arguments are checked: the (t, j) slots sorted by
+// expert, each expert run once over all its rows, the k terms combined.
+// Compiled with -ffp-contract=off (src/CMakeLists.txt): the combine's order
+// of roundings below is the contract, whatever the ISA flags.
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "core/experts_impl.hpp"
+
+namespace swiglu::detail {
+
+ExpertsImpl::ExpertsImpl(std::vector<Ffn> experts_)
+    : experts(std::move(experts_)),
+      d(experts.front().d()),
+      f(experts.front().f()),
+      threads(experts.front().threads()) {}
+
+namespace {
+template <class T>
+void reserve(AlignedBuffer<T>& buffer, std::size_t count) {
+    if (buffer.size() < count) buffer = AlignedBuffer<T>(count);
+}
+}  // namespace
+
+void ExpertsImpl::forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
+                          const float* weights, std::int64_t k) const {
+    for (Slot& slot : slots_) {
+        if (slot.busy.exchange(true, std::memory_order_acquire)) continue;
+        struct Release {
+            Slot& slot;
+            ~Release() { slot.busy.store(false, std::memory_order_release); }
+        } release{slot};
+        run(slot.scratch, x, y, tokens, ids, weights, k);
+        return;
+    }
+    Scratch own;
+    run(own, x, y, tokens, ids, weights, k);
+}
+
+void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
+                      const std::int32_t* ids, const float* weights, std::int64_t k) const {
+    const auto E = static_cast<std::int64_t>(experts.size());
+    const std::int64_t slots = tokens * k;  // checked not to overflow, nor slots * d floats
+    reserve(s.rows, static_cast<std::size_t>(slots * d));
+    reserve(s.row_of, static_cast<std::size_t>(slots));
+    reserve(s.start, static_cast<std::size_t>(E + 1));
+    reserve(s.next, static_cast<std::size_t>(E));
+    float* rows = s.rows.data();
+    std::int64_t* row_of = s.row_of.data();
+    std::int64_t* start = s.start.data();
+    std::int64_t* next = s.next.data();
+
+    // A counting sort, stable: expert e's rows are its slots in (t, j) order,
+    // so what each expert sees does not depend on anything but the call.
+    std::fill(start, start + E + 1, std::int64_t{0});
+    for (std::int64_t i = 0; i < slots; ++i) ++start[ids[i] + 1];
+    for (std::int64_t e = 0; e < E; ++e) {
+        next[e] = start[e];
+        start[e + 1] += start[e];
+    }
+    for (std::int64_t i = 0; i < slots; ++i) row_of[i] = next[ids[i]]++;
+
+    // x is read in full here, before anything is written to y: y may be x.
+    const auto row_bytes = static_cast<std::size_t>(d) * sizeof(float);
+    for (std::int64_t i = 0; i < slots; ++i)
+        std::memcpy(rows + row_of[i] * d, x + (i / k) * d, row_bytes);
+
+    // Each chosen expert once, over every row that chose it: its weights are
+    // read once per call, and its Ffn spreads the rows over the shared pool
+    // (bit-identical for any thread count by Ffn's own contract). In place:
+    // the rows' x is not needed again, and one buffer is half the scratch.
+    for (std::int64_t e = 0; e < E; ++e) {
+        const std::int64_t n = start[e + 1] - start[e];
+        if (n == 0) continue;
+        float* r = rows + start[e] * d;
+        experts[static_cast<std::size_t>(e)].forward(r, r, n);
+    }
+
+    // y[t] = w[t, 0] * r_0, then y[t] = y[t] + w[t, j] * r_j for j = 1 .. k-1,
+    // each product and each sum rounded to f32 on its own (no fused
+    // multiply-add: this TU is built without contraction). One order, set by
+    // j alone: the same bits for any thread count and any expert order.
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        float* yt = y + t * d;
+        const float* w = weights + t * k;
+        const float* r0 = rows + row_of[t * k] * d;
+        for (std::int64_t c = 0; c < d; ++c) yt[c] = w[0] * r0[c];
+        for (std::int64_t j = 1; j < k; ++j) {
+            const float* r = rows + row_of[t * k + j] * d;
+            const float wj = w[j];
+            for (std::int64_t c = 0; c < d; ++c) yt[c] = yt[c] + wj * r[c];
+        }
+    }
+}
+
+}  // namespace swiglu::detail

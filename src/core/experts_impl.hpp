@@ -1,0 +1,58 @@
+// What an Experts holds: one Ffn per expert (the same engines as a dense
+// block, on the process's shared pool for that thread count) and leases on
+// the scratch a forward call sorts its tokens into. The public API around
+// it: experts.cpp; the forward itself: experts_forward.cpp.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <vector>
+
+#include <swiglu/moe.hpp>
+
+#include "common/aligned_buffer.hpp"
+
+namespace swiglu::detail {
+
+class ExpertsImpl {
+public:
+    // `experts` already built and checked to share one (d, f).
+    explicit ExpertsImpl(std::vector<Ffn> experts);
+
+    // Arguments already checked (experts.cpp): tokens >= 1, k >= 1, every id
+    // in [0, E), every weight finite, y is x or apart from x, ids, weights.
+    void forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
+                 const float* weights, std::int64_t k) const;
+
+    std::vector<Ffn> experts;
+    std::int64_t d, f;
+    int threads;
+
+private:
+    // One call's scratch: the (t, j) slots sorted by expert, and their x
+    // rows gathered in that order (each expert then runs in place on them).
+    // Grown when a call needs more and kept, so that after the first call of
+    // a given size forward allocates nothing; never shrunk: it holds the
+    // largest call's tokens * k rows of d floats.
+    struct Scratch {
+        AlignedBuffer<float> rows;           // tokens * k rows of d
+        AlignedBuffer<std::int64_t> row_of;  // (t, j) slot -> its row in `rows`
+        AlignedBuffer<std::int64_t> start;   // E + 1: expert e's rows are [start[e], start[e+1])
+        AlignedBuffer<std::int64_t> next;    // E: the sort's cursors
+    };
+    // Concurrent calls each lease a slot (a busy flag per slot, as FfnImpl
+    // leases its workspaces): they never share scratch and never wait on
+    // each other. A call that finds every slot busy pays for its own.
+    static constexpr int kSlots = 8;
+    struct Slot {
+        std::atomic<bool> busy{false};
+        Scratch scratch;
+    };
+    void run(Scratch& scratch, const float* x, float* y, std::int64_t tokens,
+             const std::int32_t* ids, const float* weights, std::int64_t k) const;
+
+    mutable std::array<Slot, kSlots> slots_;
+};
+
+}  // namespace swiglu::detail

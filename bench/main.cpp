@@ -30,8 +30,8 @@
 #include "backward_bench.hpp"
 #include "bench_dtypes.hpp"
 #include "ffn_bench.hpp"
-#include "moe_bench.hpp"
 #include "machine_probe.hpp"
+#include "moe_bench.hpp"
 #include "shapes.hpp"
 
 namespace {

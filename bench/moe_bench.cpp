@@ -19,6 +19,7 @@
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -157,6 +158,7 @@ void bm_moe(benchmark::State& st, const MoeShape* s, const BenchDtype& dtype, st
         experts->forward(x.data(), y.data(), tokens, d.ids.data(), d.weights.data(), s->top_k);
     std::size_t next = 0;
     double bytes = 0;
+    const auto begin = std::chrono::steady_clock::now();
     for (auto _ : st) {
         const Draw& d = draws[next];
         next = (next + 1) % draws.size();
@@ -164,24 +166,23 @@ void bm_moe(benchmark::State& st, const MoeShape* s, const BenchDtype& dtype, st
         bytes += d.bytes;
         benchmark::DoNotOptimize(y.data());
     }
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
     const double calls = double(st.iterations());
+    if (calls == 0) return;
     st.SetBytesProcessed(static_cast<std::int64_t>(bytes));
-    // Rates divide by the row's (real) seconds; inverted, calls * 1e-9 per
-    // second reads as ns per call.
-    st.counters["ns_per_call"] =
-        benchmark::Counter(calls * 1e-9, benchmark::Counter::kIsRate | benchmark::Counter::kInvert);
-    st.counters["GBs"] = benchmark::Counter(bytes / 1e9, benchmark::Counter::kIsRate);
+    const double ns = seconds * 1e9 / calls;
+    const double gbs = bytes / calls / ns;  // bytes per ns = GB/s
+    const double gflops =
+        6.0 * double(tokens) * double(s->top_k) * double(s->d) * double(s->f) / ns;
+    st.counters["ns_per_call"] = ns;
+    st.counters["GBs"] = gbs;
+    st.counters["GFLOPs"] = gflops;
     const double dram = machine().dram(threads);
-    if (dram > 0)
-        st.counters["dram_pct"] =
-            benchmark::Counter(100.0 * bytes / 1e9 / dram, benchmark::Counter::kIsRate);
-    const double flops = 6.0 * double(tokens) * double(s->top_k) * double(s->d) * double(s->f);
-    st.counters["GFLOPs"] = benchmark::Counter(calls * flops / 1e9, benchmark::Counter::kIsRate);
+    if (dram > 0) st.counters["dram_pct"] = 100.0 * gbs / dram;
     const double peak =
         machine().peak(threads, dtype.grouped() ? swiglu::Dtype::int8 : dtype.dtype);
-    if (peak > 0)
-        st.counters["pct_of_peak"] =
-            benchmark::Counter(100.0 * calls * flops / 1e9 / peak, benchmark::Counter::kIsRate);
+    if (peak > 0) st.counters["pct_of_peak"] = 100.0 * gflops / peak;
 }
 
 // The dtypes the rows run: f32 (2.4-5.6 GB of experts per shape) and int8

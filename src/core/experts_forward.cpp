@@ -7,6 +7,8 @@
 #include <utility>
 
 #include "core/experts_impl.hpp"
+#include "core/phase_runner.hpp"
+#include "onednn/matmul.hpp"
 
 namespace swiglu::detail {
 
@@ -14,7 +16,8 @@ ExpertsImpl::ExpertsImpl(std::vector<Ffn> experts_)
     : experts(std::move(experts_)),
       d(experts.front().d()),
       f(experts.front().f()),
-      threads(experts.front().threads()) {}
+      threads(experts.front().threads()),
+      pool(threads > 1 ? shared_pool(threads, &serialize_onednn_on_this_thread) : nullptr) {}
 
 namespace {
 template <class T>
@@ -46,6 +49,7 @@ void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
     reserve(s.row_of, static_cast<std::size_t>(slots));
     reserve(s.start, static_cast<std::size_t>(E + 1));
     reserve(s.next, static_cast<std::size_t>(E));
+    reserve(s.order, static_cast<std::size_t>(E));
     float* rows = s.rows.data();
     std::int64_t* row_of = s.row_of.data();
     std::int64_t* start = s.start.data();
@@ -66,16 +70,7 @@ void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
     for (std::int64_t i = 0; i < slots; ++i)
         std::memcpy(rows + row_of[i] * d, x + (i / k) * d, row_bytes);
 
-    // Each chosen expert once, over every row that chose it: its weights are
-    // read once per call, and its Ffn spreads the rows over the shared pool
-    // (bit-identical for any thread count by Ffn's own contract). In place:
-    // the rows' x is not needed again, and one buffer is half the scratch.
-    for (std::int64_t e = 0; e < E; ++e) {
-        const std::int64_t n = start[e + 1] - start[e];
-        if (n == 0) continue;
-        float* r = rows + start[e] * d;
-        experts[static_cast<std::size_t>(e)].forward(r, r, n);
-    }
+    run_experts(s, rows, slots);
 
     // y[t] = w[t, 0] * r_0, then y[t] = y[t] + w[t, j] * r_j for j = 1 .. k-1,
     // each product and each sum rounded to f32 on its own (no fused
@@ -92,6 +87,56 @@ void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
             for (std::int64_t c = 0; c < d; ++c) yt[c] = yt[c] + wj * r[c];
         }
     }
+}
+
+// Each chosen expert once, over every row that chose it: its weights are
+// read once per call. Two ways to spread that over the threads, both with
+// each expert's bits fixed by its Ffn's own contract (the same for any
+// thread count), so which one runs changes no bit of y:
+//  - experts side by side, one per worker, each on one thread, when there
+//    are at least as many chosen experts as threads and none holds more
+//    than a thread's share of the rows: no barrier between the experts (a
+//    decode's 8 small experts are 16 pool phases otherwise), most rows
+//    first so that the last tasks are the short ones;
+//  - else one expert after another, each spread over the pool by its Ffn
+//    (few experts, or one that most rows chose).
+// In place: the rows' x is not needed again, and one buffer is half the
+// scratch.
+void ExpertsImpl::run_experts(Scratch& s, float* rows, std::int64_t slots) const {
+    const auto E = static_cast<std::int64_t>(experts.size());
+    const std::int64_t* start = s.start.data();
+    std::int64_t* order = s.order.data();
+    std::int64_t chosen = 0, most = 0;
+    for (std::int64_t e = 0; e < E; ++e) {
+        const std::int64_t n = start[e + 1] - start[e];
+        if (n == 0) continue;
+        order[chosen++] = e;
+        most = std::max(most, n);
+    }
+    const auto run_one = [&](std::int64_t e) {
+        float* r = rows + start[e] * d;
+        const std::int64_t n = start[e + 1] - start[e];
+        experts[static_cast<std::size_t>(e)].forward(r, r, n);
+    };
+    const bool side_by_side = pool && chosen >= threads && most * threads <= slots + threads - 1;
+    if (side_by_side && pool->try_claim()) {
+        struct Release {
+            SharedPool& pool;
+            ~Release() { pool.release(); }
+        } release{*pool};
+        // Most rows first, ties to the lower id (std::sort: stable_sort
+        // would allocate its buffer on every call).
+        std::sort(order, order + chosen, [&](std::int64_t a, std::int64_t b) {
+            const std::int64_t na = start[a + 1] - start[a], nb = start[b + 1] - start[b];
+            return na != nb ? na > nb : a < b;
+        });
+        // Each expert's Ffn finds the pool claimed (by this call) and runs on
+        // its worker's thread alone.
+        PhaseRunner runner;
+        runner.run(&pool->pool(), chosen, [&](std::int64_t i, int) { run_one(order[i]); });
+        return;
+    }
+    for (std::int64_t i = 0; i < chosen; ++i) run_one(order[i]);
 }
 
 }  // namespace swiglu::detail

@@ -7,11 +7,13 @@
 #include <array>
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include <swiglu/moe.hpp>
 
 #include "common/aligned_buffer.hpp"
+#include "core/shared_pool.hpp"
 
 namespace swiglu::detail {
 
@@ -28,6 +30,10 @@ public:
     std::vector<Ffn> experts;
     std::int64_t d, f;
     int threads;
+    // The process's pool for `threads` (the experts' own): a call that
+    // claims it runs whole experts side by side, one per worker (null: one
+    // thread).
+    std::shared_ptr<SharedPool> pool;
 
 private:
     // One call's scratch: the (t, j) slots sorted by expert, and their x
@@ -40,6 +46,7 @@ private:
         AlignedBuffer<std::int64_t> row_of;  // (t, j) slot -> its row in `rows`
         AlignedBuffer<std::int64_t> start;   // E + 1: expert e's rows are [start[e], start[e+1])
         AlignedBuffer<std::int64_t> next;    // E: the sort's cursors
+        AlignedBuffer<std::int64_t> order;   // the chosen experts, most rows first
     };
     // Concurrent calls each lease a slot (a busy flag per slot, as FfnImpl
     // leases its workspaces): they never share scratch and never wait on
@@ -51,6 +58,8 @@ private:
     };
     void run(Scratch& scratch, const float* x, float* y, std::int64_t tokens,
              const std::int32_t* ids, const float* weights, std::int64_t k) const;
+    // Runs each chosen expert over its rows (in place in `rows`).
+    void run_experts(Scratch& s, float* rows, std::int64_t slots) const;
 
     mutable std::array<Slot, kSlots> slots_;
 };

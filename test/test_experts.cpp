@@ -268,6 +268,41 @@ TEST_CASE("bit-identical for 1, 2 and 3 threads") {
     }
 }
 
+TEST_CASE("built from Ffn blocks: the bits of the same experts from views; mismatches refused") {
+    const Bank bank(5, 64, 96, 15);
+    const std::int64_t tokens = 9;
+    const auto x = test::random_input(tokens, 64, 16);
+    const Routes r(tokens, 2, 5, 17);
+    for (Dtype dtype : {Dtype::f32, Dtype::q4_0}) {
+        CAPTURE(dtype_name(dtype));
+        const Options o{2, dtype};
+        std::vector<Ffn> blocks;
+        for (std::int64_t e = 0; e < bank.E; ++e) blocks.push_back(bank.expert(e, o));
+        const Experts from_blocks(std::move(blocks));
+        CHECK(from_blocks.experts() == bank.E);
+        CHECK(same_bits(run(from_blocks, x, tokens, r),
+                        run(bank.stacked(Layout::out_in, o), x, tokens, r)));
+    }
+    const auto refused = [](std::vector<Ffn> blocks) {
+        try {
+            Experts e(std::move(blocks));
+        } catch (const Error& e) {
+            return e.status() == Status::invalid_argument;
+        }
+        return false;
+    };
+    CHECK(refused({}));
+    const Bank other(1, 64, 80, 18);
+    std::vector<Ffn> shapes;
+    shapes.push_back(bank.expert(0, Options{2}));
+    shapes.push_back(other.expert(0, Options{2}));
+    CHECK(refused(std::move(shapes)));
+    std::vector<Ffn> counts;
+    counts.push_back(bank.expert(0, Options{2}));
+    counts.push_back(bank.expert(1, Options{1}));
+    CHECK(refused(std::move(counts)));
+}
+
 TEST_CASE("in place: y may be x") {
     const Bank bank(4, 64, 96, 12);
     const Experts experts = bank.stacked(Layout::out_in, Options{2});

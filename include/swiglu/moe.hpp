@@ -84,6 +84,10 @@ public:
     // call may use). Throws swiglu::Error as Ffn does, and invalid_argument
     // for no experts or experts whose shapes differ (naming the expert).
     explicit Experts(const std::vector<ExpertWeights>& experts, const Options& options = {});
+    // E >= 1 blocks already built (say by load_ffn, straight from a file's
+    // experts), each of one shape and one thread count; taken over. Throws
+    // invalid_argument for none, or blocks that differ (naming the block).
+    explicit Experts(std::vector<Ffn> blocks);
     // E experts stacked in three arrays, PyTorch style (layout out_in):
     // gate, up (E, f, d), down (E, d, f); in_out: gate, up (E, d, f), down (E, f, d).
     static Experts stacked(const float* gate, const float* up, const float* down,

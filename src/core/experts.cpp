@@ -117,6 +117,25 @@ bool check_forward(const detail::ExpertsImpl& impl, const float* x, const float*
 Experts::Experts(const std::vector<ExpertWeights>& experts, const Options& options)
     : Experts(build(experts, options)) {}
 
+Experts::Experts(std::vector<Ffn> blocks)
+    : Experts([&] {
+          if (blocks.empty()) invalid("Experts: blocks is empty; need at least 1 expert");
+          const Ffn& first = blocks.front();
+          for (std::size_t e = 1; e < blocks.size(); ++e) {
+              const Ffn& b = blocks[e];
+              if (b.d() != first.d() || b.f() != first.f())
+                  invalid("Experts: block " + std::to_string(e) + " is " + shape_of(b) +
+                          ", block 0 is " + shape_of(first) + ": every expert must have one shape");
+              // One pool drives them all (experts_forward.cpp).
+              if (b.threads() != first.threads())
+                  invalid("Experts: block " + std::to_string(e) + " runs on " +
+                          std::to_string(b.threads()) + " threads, block 0 on " +
+                          std::to_string(first.threads()) + ": every expert must have one count");
+          }
+          return errors_as_swiglu(
+              "Experts", [&] { return std::make_unique<detail::ExpertsImpl>(std::move(blocks)); });
+      }()) {}
+
 Experts::Experts(std::unique_ptr<detail::ExpertsImpl> impl) : impl_(std::move(impl)) {}
 
 Experts Experts::stacked(const float* gate, const float* up, const float* down,

@@ -303,8 +303,9 @@ _ROUTER_DOC = """
     of which only the `top_groups` best may be chosen (DeepSeek's n_group,
     topk_group); group_score: a group's score, "max" (V2) or "top2_sum" (V3).
     scaling: every weight multiplied by it last (routed_scaling_factor).
-    bias: E float32 added to the scores to choose experts, never in the
-    weights (DeepSeek-V3's e_score_correction_bias), or None."""
+    bias: E numbers (float32 for route()) added to the scores to choose
+    experts, never in the weights (DeepSeek-V3's e_score_correction_bias),
+    or None."""
 
 
 def _float32(a, name):

@@ -4,16 +4,20 @@
 // included, is in test_concurrency.cpp.)
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <swiglu/swiglu.h>
 #include <swiglu/checkpoint.hpp>
+#include <swiglu/moe.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
@@ -38,6 +42,49 @@ swiglu_options c_options(int threads, swiglu_dtype dtype = SWIGLU_DTYPE_F32) {
     o.dtype = dtype;
     return o;
 }
+
+bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
+    return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+// E experts of (d, f) stacked as PyTorch keeps them (out_in: gate, up
+// (E, f, d), down (E, d, f)) and transposed (in_out), plus a router's
+// choices for `tokens` tokens: ids in [0, E) (repeats allowed) and weights.
+struct MoeCase {
+    MoeCase(std::int64_t E_, std::int64_t d_, std::int64_t f_, std::int64_t tokens_,
+            std::int64_t k_, unsigned seed)
+        : E(E_),
+          d(d_),
+          f(f_),
+          tokens(tokens_),
+          k(k_),
+          gate(swiglu::test::uniform(std::size_t(E * f * d), 0.5f, seed)),
+          up(swiglu::test::uniform(std::size_t(E * f * d), 0.5f, seed + 1)),
+          down(swiglu::test::uniform(std::size_t(E * d * f), 0.5f, seed + 2)),
+          x(swiglu::test::random_input(tokens, d, seed + 3)),
+          weights(swiglu::test::uniform(std::size_t(tokens * k), 1.5f, seed + 4)) {
+        for (auto [from, to, rows, cols] :
+             {std::make_tuple(&gate, &gate_t, f, d), std::make_tuple(&up, &up_t, f, d),
+              std::make_tuple(&down, &down_t, d, f)})
+            for (std::int64_t e = 0; e < E; ++e)
+                for (std::int64_t c = 0; c < cols; ++c)
+                    for (std::int64_t r = 0; r < rows; ++r)
+                        to->push_back((*from)[std::size_t(e * rows * cols + r * cols + c)]);
+        for (std::int64_t i = 0; i < tokens * k; ++i)
+            ids.push_back(std::int32_t((i * 7 + i / k) % E));
+    }
+    const float* g(swiglu_layout l) const {
+        return (l == SWIGLU_LAYOUT_OUT_IN ? gate : gate_t).data();
+    }
+    const float* u(swiglu_layout l) const { return (l == SWIGLU_LAYOUT_OUT_IN ? up : up_t).data(); }
+    const float* dn(swiglu_layout l) const {
+        return (l == SWIGLU_LAYOUT_OUT_IN ? down : down_t).data();
+    }
+
+    std::int64_t E, d, f, tokens, k;
+    std::vector<float> gate, up, down, gate_t, up_t, down_t, x, weights;
+    std::vector<std::int32_t> ids;
+};
 
 }  // namespace
 
@@ -484,6 +531,313 @@ TEST_CASE("down_dtype and keep_stored: a Q4_K_M block as the C++ API runs it") {
     swiglu_ffn_destroy(ffn);
     swiglu::load_ffn(path, {}, swiglu::Options{}).forward(x.data(), want.data(), 2);
     CHECK(y == want);
+}
+
+TEST_CASE("route through the C API gives route()'s bits, for each rule") {
+    const std::int64_t tokens = 9, E = 16;
+    const auto logits = swiglu::test::uniform(std::size_t(tokens * E), 3.0f, 70);
+    const auto bias = swiglu::test::uniform(std::size_t(E), 0.5f, 71);
+
+    swiglu_router_rule mixtral = SWIGLU_ROUTER_RULE_DEFAULT;
+    mixtral.top_k = 2;
+    mixtral.normalize = 1;
+    swiglu_router_rule v2 = SWIGLU_ROUTER_RULE_DEFAULT;  // DeepSeek-V2's group-limited greedy
+    v2.top_k = 6;
+    v2.groups = 4;
+    v2.top_groups = 2;
+    v2.scaling = 16.0f;
+    swiglu_router_rule v3 = v2;  // DeepSeek-V3
+    v3.top_k = 4;
+    v3.score = SWIGLU_ROUTER_SIGMOID;
+    v3.group_score = SWIGLU_GROUP_TOP2_SUM;
+    v3.normalize = 1;
+    v3.scaling = 2.5f;
+    struct Case {
+        swiglu_router_rule c;
+        swiglu::RouterRule cpp;
+        bool bias;
+    };
+    swiglu::RouterRule cpp_mixtral, cpp_v2, cpp_v3;
+    cpp_mixtral.top_k = 2;
+    cpp_mixtral.normalize = true;
+    cpp_v2.top_k = 6;
+    cpp_v2.groups = 4;
+    cpp_v2.top_groups = 2;
+    cpp_v2.scaling = 16.0f;
+    cpp_v3 = cpp_v2;
+    cpp_v3.top_k = 4;
+    cpp_v3.score = swiglu::RouterScore::sigmoid;
+    cpp_v3.group_score = swiglu::GroupScore::top2_sum;
+    cpp_v3.normalize = true;
+    cpp_v3.scaling = 2.5f;
+    const swiglu_router_rule plain = SWIGLU_ROUTER_RULE_DEFAULT;
+    for (const Case& c :
+         {Case{plain, swiglu::RouterRule{}, false}, Case{mixtral, cpp_mixtral, false},
+          Case{v2, cpp_v2, false}, Case{v3, cpp_v3, true}}) {
+        const auto k = std::size_t(c.cpp.top_k);
+        std::vector<std::int32_t> ids(std::size_t(tokens) * k, -1), want_ids(ids);
+        std::vector<float> w(std::size_t(tokens) * k, NAN), want_w(w);
+        const float* b = c.bias ? bias.data() : nullptr;
+        REQUIRE(swiglu_route(logits.data(), tokens, E, &c.c, b, ids.data(), w.data()) == SWIGLU_OK);
+        CHECK(std::string(swiglu_last_error()).empty());
+        swiglu::route(logits.data(), tokens, E, c.cpp, b, want_ids.data(), want_w.data());
+        CHECK(ids == want_ids);
+        CHECK(same_bits(w, want_w));
+    }
+    // tokens = 0: the rule is checked, nothing else read.
+    CHECK(swiglu_route(nullptr, 0, E, &v3, nullptr, nullptr, nullptr) == SWIGLU_OK);
+}
+
+TEST_CASE("route: every bad argument returns a status and a message, and writes nothing") {
+    const std::int64_t tokens = 3, E = 8;
+    auto logits = swiglu::test::uniform(std::size_t(tokens * E), 3.0f, 72);
+    const swiglu_router_rule good = [] {
+        swiglu_router_rule r = SWIGLU_ROUTER_RULE_DEFAULT;
+        r.top_k = 2;
+        return r;
+    }();
+    std::vector<std::int32_t> ids(tokens * 2, -7);
+    std::vector<float> w(tokens * 2, 9.0f);
+    auto refused = [&](const swiglu_router_rule* rule, const char* needle, const float* l = nullptr,
+                       std::int64_t t = 3, std::int64_t e = 8, const float* bias = nullptr) {
+        CAPTURE(needle);
+        CHECK(swiglu_route(l ? l : logits.data(), t, e, rule, bias, ids.data(), w.data()) ==
+              SWIGLU_INVALID_ARGUMENT);
+        CHECK(error_mentions(needle));
+        CHECK(ids == std::vector<std::int32_t>(tokens * 2, -7));
+        CHECK(w == std::vector<float>(tokens * 2, 9.0f));
+    };
+    refused(nullptr, "rule is NULL");
+    swiglu_router_rule zeroed;
+    std::memset(&zeroed, 0, sizeof zeroed);
+    refused(&zeroed, "rule->top_k is 0");
+    refused(&zeroed, "SWIGLU_ROUTER_RULE_DEFAULT");
+    swiglu_router_rule bad = zeroed;
+    bad.top_k = 2;
+    refused(&bad, "rule->groups is 0");
+    bad.groups = 1;
+    refused(&bad, "rule->top_groups is 0");
+    bad.top_groups = 1;
+    refused(&bad, "rule->scaling is 0");
+    bad.scaling = 1.0f;
+    REQUIRE(swiglu_route(logits.data(), tokens, E, &bad, nullptr, ids.data(), w.data()) ==
+            SWIGLU_OK);  // memset, then every field set: a rule
+    std::fill(ids.begin(), ids.end(), -7);
+    std::fill(w.begin(), w.end(), 9.0f);
+
+    bad = good;
+    const int seven = 7;
+    std::memcpy(&bad.score, &seven, sizeof seven);
+    refused(&bad, "rule->score must be SWIGLU_ROUTER_SOFTMAX or SWIGLU_ROUTER_SIGMOID (got 7)");
+    bad = good;
+    std::memcpy(&bad.group_score, &seven, sizeof seven);
+    refused(&bad, "rule->group_score must be SWIGLU_GROUP_MAX or SWIGLU_GROUP_TOP2_SUM (got 7)");
+    bad = good;
+    bad.top_k = 9;
+    refused(&bad, "top_k must be in [1, experts = 8] (got 9)");
+    bad = good;
+    bad.groups = 3;
+    refused(&bad, "groups must be >= 1 and divide experts = 8 (got 3)");
+    bad.groups = 4;
+    bad.top_groups = 5;
+    refused(&bad, "top_groups must be in [1, groups = 4] (got 5)");
+    bad = good;
+    bad.scaling = std::numeric_limits<float>::quiet_NaN();
+    refused(&bad, "scaling must be finite");
+    refused(&good, "tokens must be >= 0", nullptr, -1);
+    refused(&good, "experts must be in [1, 2^31] (got 0)", nullptr, 3, 0);
+    const float nan_bias[8] = {0, 0, 0, NAN, 0, 0, 0, 0};
+    refused(&good, "bias[expert 3] is NaN", nullptr, 3, 8, nan_bias);
+    logits[1 * E + 5] = std::numeric_limits<float>::infinity();
+    refused(&good, "logits[token 1, expert 5] is +inf");
+    logits[1 * E + 5] = 0.0f;
+    CHECK(swiglu_route(nullptr, tokens, E, &good, nullptr, ids.data(), w.data()) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("logits is null"));
+    CHECK(swiglu_route(logits.data(), tokens, E, &good, nullptr, nullptr, w.data()) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("ids is null"));
+    CHECK(swiglu_route(logits.data(), tokens, E, &good, nullptr, ids.data(), nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("weights is null"));
+    // weights over logits: an output that would change an input halfway.
+    CHECK(swiglu_route(logits.data(), tokens, E, &good, nullptr, ids.data(), logits.data() + 4) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("overlap"));
+    CHECK(ids == std::vector<std::int32_t>(tokens * 2, -7));
+    // A success clears the message.
+    CHECK(swiglu_route(logits.data(), tokens, E, &good, nullptr, ids.data(), w.data()) ==
+          SWIGLU_OK);
+    CHECK(std::string(swiglu_last_error()).empty());
+}
+
+TEST_CASE("experts: create_stacked, dims, forward, destroy give the C++ API's bits") {
+    const MoeCase m(5, 13, 29, 7, 3, 80);
+    for (swiglu_layout layout : {SWIGLU_LAYOUT_OUT_IN, SWIGLU_LAYOUT_IN_OUT}) {
+        const swiglu::Layout l =
+            layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out;
+        std::vector<float> want(m.x.size());
+        // Any thread count gives the one-thread bits.
+        swiglu::Experts::stacked(m.g(layout), m.u(layout), m.dn(layout), m.E, m.d, m.f, l,
+                                 swiglu::Options{1})
+            .forward(m.x.data(), want.data(), m.tokens, m.ids.data(), m.weights.data(), m.k);
+        for (int threads : {1, 2, 3}) {
+            CAPTURE(threads);
+            const swiglu_options options = c_options(threads);
+            swiglu_experts* experts = nullptr;
+            REQUIRE(swiglu_experts_create_stacked(m.g(layout), m.u(layout), m.dn(layout), m.E, m.d,
+                                                  m.f, layout, &options, &experts) == SWIGLU_OK);
+            REQUIRE(experts != nullptr);
+            CHECK(std::string(swiglu_last_error()).empty());
+            int64_t count = 0, d = 0, f = 0;
+            CHECK(swiglu_experts_dims(experts, &count, &d, &f) == SWIGLU_OK);
+            CHECK(count == m.E);
+            CHECK(d == m.d);
+            CHECK(f == m.f);
+            CHECK(swiglu_experts_dims(experts, nullptr, nullptr, nullptr) == SWIGLU_OK);
+            std::vector<float> y(m.x.size(), NAN);
+            CHECK(swiglu_experts_forward(experts, m.x.data(), y.data(), m.tokens, m.ids.data(),
+                                         m.weights.data(), m.k) == SWIGLU_OK);
+            CHECK(same_bits(y, want));
+            std::vector<float> in_place = m.x;
+            CHECK(swiglu_experts_forward(experts, in_place.data(), in_place.data(), m.tokens,
+                                         m.ids.data(), m.weights.data(), m.k) == SWIGLU_OK);
+            CHECK(same_bits(in_place, want));
+            swiglu_experts_destroy(experts);
+        }
+    }
+    swiglu_experts_destroy(nullptr);
+
+    // A packed format and NULL options, as the C++ API runs them.
+    const swiglu_options q4 = c_options(2, SWIGLU_DTYPE_Q4_0);
+    for (const swiglu_options* options : {&q4, (const swiglu_options*)nullptr}) {
+        swiglu::Options cpp;
+        if (options) cpp = swiglu::Options{2, swiglu::Dtype::q4_0};
+        swiglu_experts* experts = nullptr;
+        REQUIRE(swiglu_experts_create_stacked(m.gate.data(), m.up.data(), m.down.data(), m.E, m.d,
+                                              m.f, SWIGLU_LAYOUT_OUT_IN, options,
+                                              &experts) == SWIGLU_OK);
+        std::vector<float> y(m.x.size()), want(m.x.size());
+        CHECK(swiglu_experts_forward(experts, m.x.data(), y.data(), m.tokens, m.ids.data(),
+                                     m.weights.data(), m.k) == SWIGLU_OK);
+        swiglu::Experts::stacked(m.gate.data(), m.up.data(), m.down.data(), m.E, m.d, m.f,
+                                 swiglu::Layout::out_in, cpp)
+            .forward(m.x.data(), want.data(), m.tokens, m.ids.data(), m.weights.data(), m.k);
+        CHECK(same_bits(y, want));
+        swiglu_experts_destroy(experts);
+    }
+
+    // route, then the experts: the two calls a C caller chains.
+    const auto logits = swiglu::test::uniform(std::size_t(m.tokens * m.E), 2.0f, 81);
+    swiglu_router_rule rule = SWIGLU_ROUTER_RULE_DEFAULT;
+    rule.top_k = 2;
+    rule.normalize = 1;
+    std::vector<std::int32_t> ids(std::size_t(m.tokens * 2));
+    std::vector<float> w(ids.size()), y(m.x.size()), want(m.x.size());
+    REQUIRE(swiglu_route(logits.data(), m.tokens, m.E, &rule, nullptr, ids.data(), w.data()) ==
+            SWIGLU_OK);
+    swiglu_experts* experts = nullptr;
+    REQUIRE(swiglu_experts_create_stacked(m.gate.data(), m.up.data(), m.down.data(), m.E, m.d, m.f,
+                                          SWIGLU_LAYOUT_OUT_IN, nullptr, &experts) == SWIGLU_OK);
+    CHECK(swiglu_experts_forward(experts, m.x.data(), y.data(), m.tokens, ids.data(), w.data(),
+                                 2) == SWIGLU_OK);
+    swiglu_experts_destroy(experts);
+    swiglu::RouterRule cpp_rule;
+    cpp_rule.top_k = 2;
+    cpp_rule.normalize = true;
+    std::vector<std::int32_t> cpp_ids(ids.size());
+    std::vector<float> cpp_w(ids.size());
+    swiglu::route(logits.data(), m.tokens, m.E, cpp_rule, nullptr, cpp_ids.data(), cpp_w.data());
+    swiglu::Experts::stacked(m.gate.data(), m.up.data(), m.down.data(), m.E, m.d, m.f,
+                             swiglu::Layout::out_in)
+        .forward(m.x.data(), want.data(), m.tokens, cpp_ids.data(), cpp_w.data(), 2);
+    CHECK(same_bits(y, want));
+}
+
+TEST_CASE("experts: every error path returns a status and a message, and writes nothing") {
+    const MoeCase m(4, 7, 11, 3, 2, 90);
+    const swiglu_layout oi = SWIGLU_LAYOUT_OUT_IN;
+    swiglu_experts* experts = reinterpret_cast<swiglu_experts*>(0x1);  // must be reset to NULL
+    auto create_refused = [&](const float* g, const float* u, const float* dn, int64_t E, int64_t d,
+                              int64_t f, swiglu_layout layout, const swiglu_options* options,
+                              const char* needle) {
+        CAPTURE(needle);
+        experts = reinterpret_cast<swiglu_experts*>(0x1);
+        CHECK(swiglu_experts_create_stacked(g, u, dn, E, d, f, layout, options, &experts) ==
+              SWIGLU_INVALID_ARGUMENT);
+        CHECK(experts == nullptr);
+        CHECK(error_mentions(needle));
+    };
+    const float *g = m.gate.data(), *u = m.up.data(), *dn = m.down.data();
+    CHECK(swiglu_experts_create_stacked(g, u, dn, 4, 7, 11, oi, nullptr, nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("out is NULL"));
+    create_refused(nullptr, u, dn, 4, 7, 11, oi, nullptr, "gate is null");
+    create_refused(g, nullptr, dn, 4, 7, 11, oi, nullptr, "up is null");
+    create_refused(g, u, nullptr, 4, 7, 11, oi, nullptr, "down is null");
+    create_refused(g, u, dn, 0, 7, 11, oi, nullptr, "experts must be >= 1 (got 0)");
+    create_refused(g, u, dn, 4, -7, 11, oi, nullptr, "d and f must be >= 1");
+    create_refused(g, u, dn, 4, 7, 0, oi, nullptr, "d and f must be >= 1");
+    create_refused(g, u, dn, int64_t{1} << 40, int64_t{1} << 20, int64_t{1} << 20, oi, nullptr,
+                   "overflows");
+    create_refused(g, u, dn, 4, 7, 11, static_cast<swiglu_layout>(9), nullptr,
+                   "swiglu_experts_create_stacked: layout must be SWIGLU_LAYOUT_OUT_IN or "
+                   "SWIGLU_LAYOUT_IN_OUT (got 9)");
+    const swiglu_options bad_threads = c_options(-2);
+    create_refused(g, u, dn, 4, 7, 11, oi, &bad_threads, "threads");
+    swiglu_options bad_dtype = c_options(1);
+    const int nine = 9;
+    std::memcpy(&bad_dtype.dtype, &nine, sizeof nine);
+    create_refused(g, u, dn, 4, 7, 11, oi, &bad_dtype, "options->dtype must be");
+
+    REQUIRE(swiglu_experts_create_stacked(g, u, dn, 4, 7, 11, oi, nullptr, &experts) == SWIGLU_OK);
+    std::vector<float> y(m.x.size(), 5.0f);
+    std::vector<std::int32_t> ids = m.ids;
+    std::vector<float> w = m.weights;
+    auto forward_refused = [&](const swiglu_experts* e, const float* x, float* out, int64_t tokens,
+                               const int32_t* i, const float* wt, int64_t k, const char* needle) {
+        CAPTURE(needle);
+        CHECK(swiglu_experts_forward(e, x, out, tokens, i, wt, k) == SWIGLU_INVALID_ARGUMENT);
+        CHECK(error_mentions(needle));
+        CHECK(y == std::vector<float>(m.x.size(), 5.0f));
+    };
+    const float* x = m.x.data();
+    forward_refused(nullptr, x, y.data(), 3, ids.data(), w.data(), 2, "experts is NULL");
+    forward_refused(experts, nullptr, y.data(), 3, ids.data(), w.data(), 2, "x is null");
+    forward_refused(experts, x, nullptr, 3, ids.data(), w.data(), 2, "y is null");
+    forward_refused(experts, x, y.data(), 3, nullptr, w.data(), 2, "ids is null");
+    forward_refused(experts, x, y.data(), 3, ids.data(), nullptr, 2, "weights is null");
+    forward_refused(experts, x, y.data(), -1, ids.data(), w.data(), 2, "tokens must be >= 0");
+    forward_refused(experts, x, y.data(), 3, ids.data(), w.data(), 0, "k must be >= 1 (got 0)");
+    forward_refused(experts, x, y.data(), std::numeric_limits<int64_t>::max() / 2, ids.data(),
+                    w.data(), 2, "overflows");
+    ids[3] = 4;
+    forward_refused(experts, x, y.data(), 3, ids.data(), w.data(), 2,
+                    "ids[t = 1, j = 1] = 4 is not an expert: ids must be in [0, 4)");
+    ids[3] = -1;
+    forward_refused(experts, x, y.data(), 3, ids.data(), w.data(), 2, "= -1 is not an expert");
+    ids = m.ids;
+    w[4] = NAN;
+    forward_refused(experts, x, y.data(), 3, ids.data(), w.data(), 2,
+                    "weights[t = 2, j = 0] = nan must be finite");
+    w = m.weights;
+    std::vector<float> xy = m.x;
+    CHECK(swiglu_experts_forward(experts, xy.data(), xy.data() + 1, 2, ids.data(), w.data(), 2) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("x and y overlap"));
+    CHECK(xy == m.x);
+    CHECK(swiglu_experts_dims(nullptr, nullptr, nullptr, nullptr) == SWIGLU_INVALID_ARGUMENT);
+    CHECK(error_mentions("swiglu_experts_dims: experts is NULL"));
+    // tokens = 0 is a no-op, null pointers included; a success clears the message.
+    CHECK(swiglu_experts_forward(experts, nullptr, nullptr, 0, nullptr, nullptr, 0) == SWIGLU_OK);
+    CHECK(std::string(swiglu_last_error()).empty());
+    // The handle is unchanged by the refused calls.
+    std::vector<float> want(m.x.size());
+    swiglu::Experts::stacked(g, u, dn, 4, 7, 11, swiglu::Layout::out_in)
+        .forward(x, want.data(), 3, m.ids.data(), m.weights.data(), 2);
+    CHECK(swiglu_experts_forward(experts, x, y.data(), 3, ids.data(), w.data(), 2) == SWIGLU_OK);
+    CHECK(same_bits(y, want));
+    swiglu_experts_destroy(experts);
 }
 
 }  // TEST_SUITE

@@ -148,6 +148,90 @@ SWIGLU_C_API swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, in
 /* Releases the handle; NULL is a no-op. */
 SWIGLU_C_API void swiglu_ffn_destroy(swiglu_ffn* ffn);
 
+/* ---- Mixture of experts (C++: <swiglu/moe.hpp>; docs/api.md) --------- */
+
+/* How a router turns a token's E logits into scores. */
+typedef enum swiglu_router_score {
+    SWIGLU_ROUTER_SOFTMAX = 0, /* Mixtral, Qwen-MoE, OLMoE, DeepSeek-V2 */
+    SWIGLU_ROUTER_SIGMOID = 1  /* DeepSeek-V3 */
+} swiglu_router_score;
+
+/* A group's score, for group-limited routing: its largest expert score
+ * (DeepSeek-V2) or the sum of its two largest (DeepSeek-V3). */
+typedef enum swiglu_group_score {
+    SWIGLU_GROUP_MAX = 0,
+    SWIGLU_GROUP_TOP2_SUM = 1
+} swiglu_group_score;
+
+/* A router's rule, as swiglu::RouterRule. Start from
+ * SWIGLU_ROUTER_RULE_DEFAULT (top_k 1, softmax, no normalizing, one group,
+ * scaling 1) and set fields: a zeroed struct is no rule at all (top_k,
+ * groups, top_groups 0), and swiglu_route refuses it, as it refuses a
+ * scaling of 0 (which would zero every weight, and is what a zeroed struct
+ * leaves there).
+ *   Mixtral:     top_k 2, normalize 1
+ *   Qwen3-MoE:   top_k 8, normalize 1 (norm_topk_prob)
+ *   DeepSeek-V3: top_k 8, SWIGLU_ROUTER_SIGMOID, normalize 1, groups 8,
+ *                top_groups 4, SWIGLU_GROUP_TOP2_SUM, scaling 2.5, and the
+ *                bias e_score_correction_bias */
+typedef struct swiglu_router_rule {
+    int64_t top_k; /* k, 1 <= k <= E */
+    swiglu_router_score score;
+    int normalize;      /* != 0: the k weights divided by their sum, before scaling */
+    int64_t groups;     /* E in `groups` equal groups of consecutive ids ... */
+    int64_t top_groups; /* ... of which only the `top_groups` best may be chosen */
+    swiglu_group_score group_score;
+    float scaling; /* every weight multiplied by it last (routed_scaling_factor) */
+} swiglu_router_rule;
+#define SWIGLU_ROUTER_RULE_DEFAULT \
+    { 1, SWIGLU_ROUTER_SOFTMAX, 0, 1, 1, SWIGLU_GROUP_MAX, 1.0f }
+
+/* For `tokens` rows of `experts` router logits (row-major, tokens x E):
+ * each token's top_k experts by score (+ bias[e] where bias, E floats, is
+ * not NULL: used to choose, never in the weights), best first, ties to the
+ * lower id, into ids (tokens x top_k), and their weights (the scores,
+ * normalized and scaled as the rule says) into weights (tokens x top_k).
+ * Scores are computed in double, each weight rounded to float once. SWIGLU_INVALID_ARGUMENT,
+ * writing nothing, for a NULL or bad rule (checked even when tokens = 0), a NULL pointer,
+ * overlapping buffers, or a non-finite logit or bias (the message names token and expert). tokens =
+ * 0 does nothing else. */
+SWIGLU_C_API swiglu_status swiglu_route(const float* logits, int64_t tokens, int64_t experts,
+                                        const swiglu_router_rule* rule, const float* bias,
+                                        int32_t* ids, float* weights);
+
+typedef struct swiglu_experts swiglu_experts; /* opaque: E SwiGLU blocks of one shape */
+
+/* Builds E >= 1 experts from three stacked arrays, each expert's matrices
+ * one after another. SWIGLU_LAYOUT_OUT_IN (PyTorch's stacked experts):
+ * gate, up (E, f, d), down (E, d, f); SWIGLU_LAYOUT_IN_OUT: gate, up
+ * (E, d, f), down (E, f, d). Each expert is packed as swiglu_ffn_create
+ * packs a block (options may be NULL); the arrays may be freed afterwards.
+ * On failure *out is set to NULL. */
+SWIGLU_C_API swiglu_status swiglu_experts_create_stacked(const float* gate, const float* up,
+                                                         const float* down, int64_t experts,
+                                                         int64_t d, int64_t f, swiglu_layout layout,
+                                                         const swiglu_options* options,
+                                                         swiglu_experts** out);
+
+/* y[t] = sum over j < k of weights[t, j] * expert_{ids[t, j]}(x[t]) for
+ * `tokens` rows: x, y (tokens, d) f32, ids and weights (tokens, k), as
+ * swiglu_route writes them. Each chosen expert's weights are read once per
+ * call; y is bit-identical for any thread count. y may equal x; other
+ * overlaps are refused. SWIGLU_INVALID_ARGUMENT, writing nothing, for an id
+ * outside [0, E), a non-finite weight, k < 1, a NULL pointer or an
+ * overflowing size. tokens = 0 does nothing. Safe to call from several
+ * threads at once on one handle. */
+SWIGLU_C_API swiglu_status swiglu_experts_forward(const swiglu_experts* experts, const float* x,
+                                                  float* y, int64_t tokens, const int32_t* ids,
+                                                  const float* weights, int64_t k);
+
+/* The expert count E and the widths d, f. Any of the three may be NULL. */
+SWIGLU_C_API swiglu_status swiglu_experts_dims(const swiglu_experts* experts, int64_t* count,
+                                               int64_t* d, int64_t* f);
+
+/* Releases the handle; NULL is a no-op. */
+SWIGLU_C_API void swiglu_experts_destroy(swiglu_experts* experts);
+
 /* The message of this thread's last failed call ("" if none). */
 SWIGLU_C_API const char* swiglu_last_error(void);
 

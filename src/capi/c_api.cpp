@@ -9,12 +9,17 @@
 #include <string>
 
 #include <swiglu/checkpoint.hpp>
+#include <swiglu/moe.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "common/messages.hpp"
 
 struct swiglu_ffn {
     swiglu::Ffn ffn;
+};
+
+struct swiglu_experts {
+    swiglu::Experts experts;
 };
 
 static_assert(SWIGLU_DTYPE_F32 == int(swiglu::Dtype::f32) &&
@@ -68,18 +73,28 @@ swiglu_status status_of(F&& f) {
     }
 }
 
-swiglu::WeightView view(const char* name, const swiglu_weight& w) {
-    // A C caller can store any int in the enum field; reading it as the enum
-    // type would be undefined for values outside its range, so read the bits.
-    int layout = 0;
-    static_assert(sizeof(layout) == sizeof(w.layout), "swiglu_layout is int-sized");
-    std::memcpy(&layout, &w.layout, sizeof(layout));
+// A C caller can store any int in an enum field; reading it as the enum
+// type would be undefined for values outside its range, so read the bits.
+template <class Enum>
+int bits_of(const Enum& field) {
+    int value = 0;
+    static_assert(sizeof(value) == sizeof(field), "the C enums are int-sized");
+    std::memcpy(&value, &field, sizeof(value));
+    return value;
+}
+
+// `what`: the field as the message names it, e.g. "swiglu_ffn_create: gate->layout".
+swiglu::Layout layout_of(const swiglu_layout& field, const std::string& what) {
+    const int layout = bits_of(field);
     if (layout != SWIGLU_LAYOUT_OUT_IN && layout != SWIGLU_LAYOUT_IN_OUT)
-        invalid(std::string("swiglu_ffn_create: ") + name +
-                "->layout must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
+        invalid(what + " must be SWIGLU_LAYOUT_OUT_IN or SWIGLU_LAYOUT_IN_OUT (got " +
                 std::to_string(layout) + ")");
+    return layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out;
+}
+
+swiglu::WeightView view(const char* name, const swiglu_weight& w) {
     return {w.data, w.rows, w.cols,
-            layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out};
+            layout_of(w.layout, std::string("swiglu_ffn_create: ") + name + "->layout")};
 }
 
 // "SWIGLU_DTYPE_F32, _BF16, _INT8, _Q8_0 or _Q4_0", from the dtypes' names.
@@ -96,9 +111,7 @@ std::string c_dtype_names() {
 
 // A dtype field, read as an int for the same reason as the layout above.
 swiglu::Dtype dtype_of(const swiglu_dtype& field, const char* name) {
-    int dtype = 0;
-    static_assert(sizeof(dtype) == sizeof(field), "swiglu_dtype is int-sized");
-    std::memcpy(&dtype, &field, sizeof(dtype));
+    const int dtype = bits_of(field);
     // The C enum mirrors swiglu::Dtype value for value (asserted above).
     bool known = false;
     for (swiglu::Dtype t : swiglu::kDtypes) known = known || static_cast<int>(t) == dtype;
@@ -122,6 +135,45 @@ swiglu::Options options_of(const swiglu_options* options) {
 
 void require(bool ok, const char* message) {
     if (!ok) invalid(message);
+}
+
+// The rule as route() takes it. route() checks the values; here only what C
+// adds: the enums' bits, and the fields a zeroed struct leaves at 0 (the
+// likeliest mistake, since swiglu_options is zeroed), told how to start one.
+swiglu::RouterRule rule_of(const swiglu_router_rule& r) {
+    static const std::string start =
+        " (start from SWIGLU_ROUTER_RULE_DEFAULT: a zeroed swiglu_router_rule is no rule)";
+    if (r.top_k == 0) invalid("swiglu_route: rule->top_k is 0" + start);
+    if (r.groups == 0) invalid("swiglu_route: rule->groups is 0; 1 means no groups" + start);
+    if (r.top_groups == 0)
+        invalid("swiglu_route: rule->top_groups is 0; 1 with groups = 1 means no groups" + start);
+    // C++ takes a scaling of 0; here it is what a zeroed field holds, and it
+    // would zero every weight, so it is refused rather than run.
+    if (r.scaling == 0.0f)
+        invalid("swiglu_route: rule->scaling is 0, which zeroes every weight; 1 means none" +
+                start);
+    const int score = bits_of(r.score), group_score = bits_of(r.group_score);
+    if (score != SWIGLU_ROUTER_SOFTMAX && score != SWIGLU_ROUTER_SIGMOID)
+        invalid(
+            "swiglu_route: rule->score must be SWIGLU_ROUTER_SOFTMAX or SWIGLU_ROUTER_SIGMOID "
+            "(got " +
+            std::to_string(score) + ")");
+    if (group_score != SWIGLU_GROUP_MAX && group_score != SWIGLU_GROUP_TOP2_SUM)
+        invalid(
+            "swiglu_route: rule->group_score must be SWIGLU_GROUP_MAX or SWIGLU_GROUP_TOP2_SUM "
+            "(got " +
+            std::to_string(group_score) + ")");
+    swiglu::RouterRule rule;
+    rule.top_k = r.top_k;
+    rule.score = score == SWIGLU_ROUTER_SOFTMAX ? swiglu::RouterScore::softmax
+                                                : swiglu::RouterScore::sigmoid;
+    rule.normalize = r.normalize != 0;
+    rule.groups = r.groups;
+    rule.top_groups = r.top_groups;
+    rule.group_score =
+        group_score == SWIGLU_GROUP_MAX ? swiglu::GroupScore::max : swiglu::GroupScore::top2_sum;
+    rule.scaling = r.scaling;
+    return rule;
 }
 
 }  // namespace
@@ -204,6 +256,50 @@ swiglu_status swiglu_ffn_dims(const swiglu_ffn* ffn, int64_t* d, int64_t* f) {
 }
 
 void swiglu_ffn_destroy(swiglu_ffn* ffn) { delete ffn; }
+
+swiglu_status swiglu_route(const float* logits, int64_t tokens, int64_t experts,
+                           const swiglu_router_rule* rule, const float* bias, int32_t* ids,
+                           float* weights) {
+    return status_of([&] {
+        require(rule != nullptr,
+                "swiglu_route: rule is NULL (start from SWIGLU_ROUTER_RULE_DEFAULT)");
+        swiglu::route(logits, tokens, experts, rule_of(*rule), bias, ids, weights);
+    });
+}
+
+swiglu_status swiglu_experts_create_stacked(const float* gate, const float* up, const float* down,
+                                            int64_t experts, int64_t d, int64_t f,
+                                            swiglu_layout layout, const swiglu_options* options,
+                                            swiglu_experts** out) {
+    if (out) *out = nullptr;
+    return status_of([&] {
+        require(out != nullptr, "swiglu_experts_create_stacked: out is NULL");
+        const swiglu::Layout l = layout_of(layout, "swiglu_experts_create_stacked: layout");
+        *out = new swiglu_experts{
+            swiglu::Experts::stacked(gate, up, down, experts, d, f, l, options_of(options))};
+    });
+}
+
+swiglu_status swiglu_experts_forward(const swiglu_experts* experts, const float* x, float* y,
+                                     int64_t tokens, const int32_t* ids, const float* weights,
+                                     int64_t k) {
+    return status_of([&] {
+        require(experts != nullptr, "swiglu_experts_forward: experts is NULL");
+        experts->experts.forward(x, y, tokens, ids, weights, k);
+    });
+}
+
+swiglu_status swiglu_experts_dims(const swiglu_experts* experts, int64_t* count, int64_t* d,
+                                  int64_t* f) {
+    return status_of([&] {
+        require(experts != nullptr, "swiglu_experts_dims: experts is NULL");
+        if (count) *count = experts->experts.experts();
+        if (d) *d = experts->experts.d();
+        if (f) *f = experts->experts.f();
+    });
+}
+
+void swiglu_experts_destroy(swiglu_experts* experts) { delete experts; }
 
 const char* swiglu_last_error(void) { return last_error.c_str(); }
 

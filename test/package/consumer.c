@@ -30,5 +30,28 @@ int main(void) {
     }
     swiglu_ffn_destroy(ffn);
     printf("swiglu %s: y = %.6f\n", swiglu_version(), y);
-    return (y > 2.38634f && y < 2.38636f) ? 0 : 1;
+    if (!(y > 2.38634f && y < 2.38636f)) return 1;
+
+    /* Two experts stacked (in_out: gate, up (E, d, f), down (E, f, d)): the
+     * block above, and the same with down doubled; the router's logits
+     * [0, 1] choose expert 1 with weight 1 (top 1, normalized). */
+    {
+        const float gates[6] = {-1, 0, 1, -1, 0, 1}, ups[6] = {2, 3, 4, 2, 3, 4};
+        const float downs[6] = {1, 1, 1, 2, 2, 2}, logits[2] = {0, 1};
+        swiglu_router_rule rule = SWIGLU_ROUTER_RULE_DEFAULT;
+        swiglu_experts* experts = NULL;
+        int32_t id = -1;
+        float weight = 0.0f, moe_y = 0.0f;
+        rule.normalize = 1;
+        if (swiglu_route(logits, 1, 2, &rule, NULL, &id, &weight) != SWIGLU_OK ||
+            swiglu_experts_create_stacked(gates, ups, downs, 2, 1, 3, SWIGLU_LAYOUT_IN_OUT, NULL,
+                                          &experts) != SWIGLU_OK ||
+            swiglu_experts_forward(experts, &x, &moe_y, 1, &id, &weight, 1) != SWIGLU_OK) {
+            fprintf(stderr, "moe: %s\n", swiglu_last_error());
+            return 1;
+        }
+        swiglu_experts_destroy(experts);
+        printf("swiglu moe: expert %d, weight %.6f, y = %.6f\n", (int)id, weight, moe_y);
+        return (id == 1 && weight == 1.0f && moe_y > 4.77268f && moe_y < 4.77272f) ? 0 : 1;
+    }
 }

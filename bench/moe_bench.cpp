@@ -5,8 +5,8 @@
 // Why the routing changes: successive tokens and layers choose other
 // experts, and a benchmark that calls with one routing would read the same
 // few experts every time: one qwen3moe call's 8 chosen q4_0 experts are 21 MB
-// and would sit in a 32 MB L3, flattering every row. kDraws routings are
-// cycled through, so the experts a call reads were last read kDraws - 1
+// and would sit in a 32 MB L3, flattering every row. kMoeDraws routings
+// are cycled through, so the experts a call reads were last read kMoeDraws - 1
 // calls earlier (about all 128 of qwen3moe's, 340 MB in q4_0, in between).
 //
 // What the rows report: the bytes of the distinct experts each call reads
@@ -24,8 +24,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
-#include <numeric>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -37,42 +35,6 @@
 
 namespace swiglu_bench {
 namespace {
-
-constexpr int kDraws = 16;
-
-// One call's routing: each token's k distinct experts, drawn uniformly, and
-// positive weights summing to 1; the bytes of the distinct experts it reads.
-struct Draw {
-    std::vector<std::int32_t> ids;
-    std::vector<float> weights;
-    double bytes = 0;
-};
-
-std::vector<Draw> make_draws(const MoeShape& s, std::int64_t tokens, double expert_bytes) {
-    std::mt19937_64 rng(0x6d6f65u + std::uint64_t(tokens));
-    std::uniform_real_distribution<float> uniform(0.1f, 1.0f);
-    std::vector<Draw> draws(kDraws);
-    std::vector<std::int32_t> order(static_cast<std::size_t>(s.experts));
-    for (Draw& draw : draws) {
-        std::vector<bool> active(order.size(), false);
-        for (std::int64_t t = 0; t < tokens; ++t) {
-            std::iota(order.begin(), order.end(), 0);
-            float sum = 0;
-            std::vector<float> w(static_cast<std::size_t>(s.top_k));
-            for (std::int64_t j = 0; j < s.top_k; ++j) {
-                // A partial Fisher-Yates shuffle: k distinct experts.
-                std::uniform_int_distribution<std::int64_t> pick(j, s.experts - 1);
-                std::swap(order[std::size_t(j)], order[std::size_t(pick(rng))]);
-                draw.ids.push_back(order[std::size_t(j)]);
-                active[std::size_t(order[std::size_t(j)])] = true;
-                sum += w[std::size_t(j)] = uniform(rng);
-            }
-            for (float v : w) draw.weights.push_back(v / sum);
-        }
-        draw.bytes = double(std::count(active.begin(), active.end(), true)) * expert_bytes;
-    }
-    return draws;
-}
 
 // One Experts alive at a time, rebuilt when the shape, dtype or thread
 // count changes (the rows are registered in that nesting, so each is built
@@ -107,7 +69,7 @@ private:
         const std::int64_t tokens = 3;
         const std::vector<float> x = make_input(tokens, s.d, 7);
         std::vector<float> y(x.size()), y_ref(x.size());
-        const std::vector<Draw> draws = make_draws(s, tokens, 0);
+        const std::vector<MoeDraw> draws = make_moe_draws(s, tokens, 0);
         experts_->forward(x.data(), y.data(), tokens, draws[0].ids.data(), draws[0].weights.data(),
                           s.top_k);
         block.forward(x.data(), y_ref.data(), tokens);
@@ -150,17 +112,17 @@ void bm_moe(benchmark::State& st, const MoeShape* s, const BenchDtype& dtype, st
         st.SkipWithError(e.what());
         return;
     }
-    const std::vector<Draw> draws = make_draws(*s, tokens, expert_bytes);
+    const std::vector<MoeDraw> draws = make_moe_draws(*s, tokens, expert_bytes);
     const std::vector<float> x = make_input(tokens, s->d, 1);
     std::vector<float> y(x.size());
     // One call per draw first: the calls timed below find their scratch made.
-    for (const Draw& d : draws)
+    for (const MoeDraw& d : draws)
         experts->forward(x.data(), y.data(), tokens, d.ids.data(), d.weights.data(), s->top_k);
     std::size_t next = 0;
     double bytes = 0;
     const auto begin = std::chrono::steady_clock::now();
     for (auto _ : st) {
-        const Draw& d = draws[next];
+        const MoeDraw& d = draws[next];
         next = (next + 1) % draws.size();
         experts->forward(x.data(), y.data(), tokens, d.ids.data(), d.weights.data(), s->top_k);
         bytes += d.bytes;

@@ -2,9 +2,12 @@
 // backend, in one process, on the same weights and the same x, timed in
 // alternating batches (interleaved_timing.hpp). bench/peers/README.md.
 //
-//   swiglu_ggml_peer [--quick] [--shapes glass,cyber,llama7b]
+//   swiglu_ggml_peer [--quick] [--moe] [--shapes glass,cyber,llama7b]
 //                    [--dtypes f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,q4_k_m]
 //                    [--tokens 1,16,128,512] [--threads 1,2]
+//
+// --moe, or MoE shapes (qwen3moe, olmoe, mixtral) in --shapes: the routed
+// experts' rows (ggml_peer_moe.cpp) instead of, or after, the dense block's.
 //
 // ggml's side is what llama.cpp runs for a dense FFN: three ggml_mul_mat
 // and ggml_swiglu_split in one graph, built once per (shape, M) and computed
@@ -23,6 +26,8 @@
 // the block on the dequantised weights (the same on both sides), over the
 // first kRefRows tokens: what each side's activation quantisation (and
 // summation order) costs, the weights' rounding left out.
+#include "ggml_peer.hpp"
+
 #include <ggml-alloc.h>
 #include <ggml-backend.h>
 #include <ggml-cpu.h>
@@ -34,47 +39,86 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "bench_dtypes.hpp"
 #include "formats/format_table.hpp"
 #include "interleaved_timing.hpp"
+#include "moe_shapes.hpp"
 #include "shapes.hpp"
 #include "swiglu/swiglu.hpp"
 #include "weights.hpp"
 
-namespace {
+namespace swiglu_ggml_peer {
 
-using swiglu::Dtype;
-using swiglu_bench::BenchDtype;
-using swiglu_bench::Shape;
+bool same_blocks(Dtype dtype, const float* src, std::int64_t rows, std::int64_t n,
+                 const char* bytes) {
+    const swiglu::detail::FormatTraits& t = swiglu::detail::traits(dtype);
+    const std::size_t row_bytes = swiglu::detail::row_bytes(t, n);
+    std::vector<std::max_align_t> ours(row_bytes / sizeof(std::max_align_t) + 1);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        t.quantize(src + r * n, std::size_t(n), ours.data());
+        if (std::memcmp(ours.data(), bytes + std::size_t(r) * row_bytes, row_bytes) != 0)
+            return false;
+    }
+    return true;
+}
 
-// ggml's type for each dtype both libraries have; int8 (per-channel s8)
-// has no ggml counterpart.
-bool has_ggml_type(Dtype dtype) { return dtype != Dtype::int8; }
+Backend::Backend() {
+    cpu = ggml_backend_cpu_init();
+    dev = ggml_backend_get_device(cpu);
+    ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
+    auto get_extra = (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(
+        reg, "ggml_backend_dev_get_extra_bufts");
+    if (get_extra)
+        for (auto* b = get_extra(dev); b && *b; ++b) extra.push_back(*b);
+}
 
-ggml_type ggml_type_of(Dtype dtype) {
-    switch (dtype) {
-        case Dtype::bf16: return GGML_TYPE_BF16;
-        case Dtype::q8_0: return GGML_TYPE_Q8_0;
-        case Dtype::q4_0: return GGML_TYPE_Q4_0;
-        case Dtype::q4_k: return GGML_TYPE_Q4_K;
-        case Dtype::q5_k: return GGML_TYPE_Q5_K;
-        case Dtype::q6_k: return GGML_TYPE_Q6_K;
-        default: return GGML_TYPE_F32;
+Backend::~Backend() { ggml_backend_free(cpu); }
+
+ggml_backend_buffer_type_t Backend::weight_buft(ggml_type type, std::int64_t in, std::int64_t out,
+                                                std::int64_t experts, std::int64_t used) const {
+    for (auto* buft : extra) {
+        ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
+        ggml_context* ctx = ggml_init(p);
+        ggml_tensor* op = nullptr;
+        ggml_tensor* w = nullptr;
+        if (experts > 0) {
+            // llama.cpp's probe for an expert tensor: 512 tokens, `used`
+            // experts each, b already one row per chosen expert.
+            w = ggml_new_tensor_3d(ctx, type, in, out, experts);
+            ggml_tensor* x = ggml_new_tensor_3d(ctx, GGML_TYPE_F32, in, used, 512);
+            ggml_tensor* ids = ggml_new_tensor_2d(ctx, GGML_TYPE_I32, used, 512);
+            op = ggml_mul_mat_id(ctx, w, x, ids);
+        } else {
+            w = ggml_new_tensor_2d(ctx, type, in, out);
+            ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, in, 512);
+            op = ggml_mul_mat(ctx, w, x);
+        }
+        ggml_backend_buffer_t dummy = ggml_backend_buft_alloc_buffer(buft, 0);
+        w->buffer = dummy;
+        const bool ok = ggml_backend_dev_supports_op(dev, op);
+        ggml_backend_buffer_free(dummy);
+        ggml_free(ctx);
+        if (ok) return buft;
+    }
+    return ggml_backend_cpu_buffer_type();
+}
+
+void compute(const Backend& be, ggml_cgraph* graph) {
+    if (ggml_backend_graph_compute(be.cpu, graph) != GGML_STATUS_SUCCESS) {
+        std::fprintf(stderr, "ggml_backend_graph_compute failed\n");
+        std::exit(1);
     }
 }
 
-// Our Options for an entry: a mix sets down's format apart.
-swiglu::Options ours_options(int threads, const BenchDtype& bd) {
-    swiglu::Options o;
-    o.threads = threads;
-    o.dtype = bd.dtype;
-    if (bd.mixed()) o.down_dtype = bd.down;
-    return o;
-}
+}  // namespace swiglu_ggml_peer
+
+namespace {
+
+using namespace swiglu_ggml_peer;
+using swiglu_bench::Shape;
 
 // ggml's rows of a block format are whole blocks (32, or 256 for the
 // K-quants), so the shape's d and f are rounded up to the entry's block:
@@ -87,59 +131,6 @@ Shape padded_shape(Shape s, const BenchDtype& bd) {
     s.f = (s.f + block - 1) / block * block;
     return s;
 }
-
-// Whether our format table's quantiser gives `bytes` (ggml's blocks of a
-// rows x n matrix) from the same f32 values.
-bool same_blocks(Dtype dtype, const float* src, std::int64_t rows, std::int64_t n,
-                 const std::vector<char>& bytes) {
-    const swiglu::detail::FormatTraits& t = swiglu::detail::traits(dtype);
-    const std::size_t row_bytes = swiglu::detail::row_bytes(t, n);
-    std::vector<std::max_align_t> ours(row_bytes / sizeof(std::max_align_t) + 1);
-    for (std::int64_t r = 0; r < rows; ++r) {
-        t.quantize(src + r * n, std::size_t(n), ours.data());
-        if (std::memcmp(ours.data(), bytes.data() + std::size_t(r) * row_bytes, row_bytes) != 0)
-            return false;
-    }
-    return true;
-}
-
-// The ggml CPU backend and its device, for the whole run.
-struct Backend {
-    ggml_backend_t cpu = nullptr;
-    ggml_backend_dev_t dev = nullptr;
-    std::vector<ggml_backend_buffer_type_t> extra;  // the device's extra buffer types
-
-    Backend() {
-        cpu = ggml_backend_cpu_init();
-        dev = ggml_backend_get_device(cpu);
-        ggml_backend_reg_t reg = ggml_backend_dev_backend_reg(dev);
-        auto get_extra = (ggml_backend_dev_get_extra_bufts_t)ggml_backend_reg_get_proc_address(
-            reg, "ggml_backend_dev_get_extra_bufts");
-        if (get_extra)
-            for (auto* b = get_extra(dev); b && *b; ++b) extra.push_back(*b);
-    }
-    ~Backend() { ggml_backend_free(cpu); }
-
-    // What llama.cpp's weight_buft_supported does: the first extra buffer
-    // type whose mul_mat with this weight the device supports, else the CPU
-    // buffer type.
-    ggml_backend_buffer_type_t weight_buft(ggml_type type, int64_t in, int64_t out) const {
-        for (auto* buft : extra) {
-            ggml_init_params p = {ggml_tensor_overhead() * 4, nullptr, true};
-            ggml_context* ctx = ggml_init(p);
-            ggml_tensor* w = ggml_new_tensor_2d(ctx, type, in, out);
-            ggml_tensor* x = ggml_new_tensor_2d(ctx, GGML_TYPE_F32, in, 512);
-            ggml_tensor* op = ggml_mul_mat(ctx, w, x);
-            ggml_backend_buffer_t dummy = ggml_backend_buft_alloc_buffer(buft, 0);
-            w->buffer = dummy;
-            const bool ok = ggml_backend_dev_supports_op(dev, op);
-            ggml_backend_buffer_free(dummy);
-            ggml_free(ctx);
-            if (ok) return buft;
-        }
-        return ggml_backend_cpu_buffer_type();
-    }
-};
 
 // One block's three weights in ggml.
 struct GgmlWeights {
@@ -192,7 +183,8 @@ struct GgmlWeights {
     // compared with our quantiser's blocks, and decoded into `deq`.
     void keep_blocks(Dtype format, const float* src, const ggml_tensor& t,
                      const std::vector<char>& bytes, std::vector<float>& deq) {
-        same_blocks = same_blocks && ::same_blocks(format, src, t.ne[1], t.ne[0], bytes);
+        same_blocks = same_blocks &&
+                      swiglu_ggml_peer::same_blocks(format, src, t.ne[1], t.ne[0], bytes.data());
         deq.resize(std::size_t(t.ne[0] * t.ne[1]));
         ggml_get_type_traits(t.type)->to_float(bytes.data(), deq.data(), t.ne[0] * t.ne[1]);
     }
@@ -241,37 +233,66 @@ struct GgmlGraph {
     GgmlGraph& operator=(const GgmlGraph&) = delete;
 };
 
-std::vector<std::string> split(const std::string& s) {
-    std::vector<std::string> out;
-    std::stringstream in(s);
-    for (std::string item; std::getline(in, item, ',');)
-        if (!item.empty()) out.push_back(item);
-    return out;
-}
-
-bool listed(const std::vector<std::string>& list, const std::string& name) {
-    return std::find(list.begin(), list.end(), name) != list.end();
-}
-
+// The dense rows' arguments and the MoE rows' (moe.shapes empty: none).
+// Options given apply to both; the defaults differ: the MoE rows run
+// bf16, q8_0, q4_0 and q4_k at 1, 4, 16, 128 and 512 tokens on 2 threads.
 struct Args {
     std::vector<std::string> shapes = {"glass", "cyber", "llama7b"};
     std::vector<std::string> dtypes = {"f32",  "bf16", "q8_0", "q4_0",
                                        "q4_k", "q5_k", "q6_k", "q4_k_m"};
     std::vector<int64_t> tokens = {1, 16, 128, 512};
     std::vector<int> threads = {1, 2};
+    MoeArgs moe;
 };
+
+bool is_dense_shape(const std::string& name) {
+    for (const Shape& s : swiglu_bench::all_shapes())
+        if (name == s.name) return true;
+    return false;
+}
+
+bool is_moe_shape(const std::string& name) {
+    for (const swiglu_bench::MoeShape& s : swiglu_bench::moe_shapes())
+        if (name == s.name) return true;
+    return false;
+}
+
+[[noreturn]] void usage(int status) {
+    std::fprintf(status ? stderr : stdout,
+                 "usage: swiglu_ggml_peer [--quick] [--moe] [--shapes glass,cyber,llama7b]\n"
+                 "       [--dtypes f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,q4_k_m]\n"
+                 "       [--tokens 1,16,128,512] [--threads 1,2]\n"
+                 "  --moe: the MoE rows (qwen3moe, olmoe, mixtral; default dtypes\n"
+                 "  bf16,q8_0,q4_0,q4_k, tokens 1,4,16,128,512, threads 2) instead of the\n"
+                 "  dense ones; MoE shapes may also be named in --shapes\n");
+    std::exit(status);
+}
 
 Args parse(int argc, char** argv) {
     Args a;
+    bool moe = false, shapes_given = false, dtypes_given = false, tokens_given = false,
+         threads_given = false;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         const bool has_value = i + 1 < argc;
         if (arg == "--quick") {
             a.shapes = {"glass", "cyber"};
+        } else if (arg == "--moe") {
+            moe = true;
         } else if (arg == "--shapes" && has_value) {
             a.shapes = split(argv[++i]);
+            shapes_given = true;
+            for (const std::string& name : a.shapes)
+                if (!is_dense_shape(name) && !is_moe_shape(name)) {
+                    std::fprintf(stderr,
+                                 "swiglu_ggml_peer: --shapes: '%s' is not one of glass, cyber, "
+                                 "llama7b, qwen3moe, olmoe, mixtral\n",
+                                 name.c_str());
+                    std::exit(2);
+                }
         } else if (arg == "--dtypes" && has_value) {
             a.dtypes = split(argv[++i]);
+            dtypes_given = true;
             for (const std::string& name : a.dtypes) {
                 const BenchDtype* bd = swiglu_bench::find_dtype(name);
                 if (!bd || !has_ggml_type(bd->dtype)) {
@@ -285,37 +306,33 @@ Args parse(int argc, char** argv) {
             }
         } else if (arg == "--tokens" && has_value) {
             a.tokens.clear();
+            tokens_given = true;
             for (const auto& t : split(argv[++i])) a.tokens.push_back(std::stoll(t));
         } else if (arg == "--threads" && has_value) {
             a.threads.clear();
+            threads_given = true;
             for (const auto& t : split(argv[++i])) a.threads.push_back(std::stoi(t));
         } else {
-            std::fprintf(stderr,
-                         "usage: swiglu_ggml_peer [--quick] [--shapes glass,cyber,llama7b]\n"
-                         "       [--dtypes f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,q4_k_m]\n"
-                         "       [--tokens 1,16,128,512] [--threads 1,2]\n");
-            std::exit(arg == "--help" || arg == "-h" ? 0 : 2);
+            usage(arg == "--help" || arg == "-h" ? 0 : 2);
         }
     }
-    return a;
-}
-
-// max|a - b| / max|b|
-double rel_err(const std::vector<float>& a, const float* b) {
-    double diff = 0, ref = 0;
-    for (std::size_t i = 0; i < a.size(); ++i) {
-        diff = std::max(diff, double(std::fabs(a[i] - b[i])));
-        ref = std::max(ref, double(std::fabs(b[i])));
+    // --moe without --shapes: every MoE shape and no dense one; else the
+    // MoE names listed go to the MoE rows.
+    if (moe && !shapes_given) {
+        a.shapes.clear();
+        for (const swiglu_bench::MoeShape& s : swiglu_bench::moe_shapes())
+            a.moe.shapes.push_back(s.name);
+    } else {
+        std::vector<std::string> dense;
+        for (const std::string& name : a.shapes)
+            (is_moe_shape(name) ? a.moe.shapes : dense).push_back(name);
+        a.shapes = dense;
     }
-    return ref > 0 ? diff / ref : diff;
-}
-
-// What the check accepts: f32 and bf16 round the same way on both sides
-// (sums differ in order); the block formats quantise activations alike
-// (Q8_0's blocks of 32, Q8_K's of 256: s8, one scale each), if not bit for
-// bit the same way.
-double max_err(Dtype dtype) {
-    return dtype == Dtype::f32 ? 1e-5 : dtype == Dtype::bf16 ? 1e-3 : 2e-2;
+    a.moe.dtypes =
+        dtypes_given ? a.dtypes : std::vector<std::string>{"bf16", "q8_0", "q4_0", "q4_k"};
+    a.moe.tokens = tokens_given ? a.tokens : swiglu_bench::moe_tokens();
+    a.moe.threads = threads_given ? a.threads : std::vector<int>{2};
+    return a;
 }
 
 void print_header() {
@@ -405,12 +422,7 @@ struct ErrorTally {
     }
 };
 
-void run_ggml(const Backend& be, const GgmlGraph& g) {
-    if (ggml_backend_graph_compute(be.cpu, g.graph) != GGML_STATUS_SUCCESS) {
-        std::fprintf(stderr, "ggml_backend_graph_compute failed\n");
-        std::exit(1);
-    }
-}
+void run_ggml(const Backend& be, const GgmlGraph& g) { compute(be, g.graph); }
 
 // Both sides' timings and errors for one entry on one shape: a table row
 // per (M, T). Returns the rows over the check's bound; `summaries` gets
@@ -447,7 +459,7 @@ int run_entry(const Backend& be, const Args& args, const Shape& base, const Benc
                 [&] { ffn.forward(x.data(), y.data(), m); }, [&] { run_ggml(be, g); });
             // The last calls' outputs: what every timed call computed.
             const float* y_ggml = (const float*)g.y->data;
-            const double err = rel_err(y, y_ggml);
+            const double err = rel_err(y.data(), y_ggml, y.size());
             char err64[2][32] = {"-", "-"};
             if (with_ref) {
                 const std::size_t n = std::size_t(std::min(m, kRefRows) * shape.d);
@@ -502,31 +514,34 @@ int main(int argc, char** argv) {
         "llamafile %d\n",
         ggml_cpu_has_avx2(), ggml_cpu_has_avx512(), ggml_cpu_has_avx512_vnni(),
         ggml_cpu_has_avx512_bf16(), ggml_cpu_has_llamafile());
-    std::printf(
-        "ours: swiglu::Ffn(f32 weights, Options{T, dtype, down_dtype for q4_k_m}); forward(x, y, "
-        "M)\n");
-    std::printf(
-        "ggml/ours: median of per-round ratios (> 1: ours faster). GB/s: weight "
-        "bytes per call (M = 1 only). note: buffer type of ggml's weights; "
-        "'noisy' = ratio spread > %.0f %%, 'busy' = others used > %.2f CPUs\n",
-        100 * swiglu_bench::kNoisySpread, swiglu_bench::kBusyCpus);
-    print_header();
-    std::fflush(stdout);
     int mismatches = 0;
-    std::vector<std::string> summaries;
-    for (const Shape& base : swiglu_bench::all_shapes()) {
-        if (!listed(args.shapes, base.name)) continue;
-        for (const BenchDtype& bd : swiglu_bench::all_dtypes())
-            if (has_ggml_type(bd.dtype) && listed(args.dtypes, bd.name))
-                mismatches += run_entry(be, args, base, bd, summaries);
-    }
-    if (!summaries.empty()) {
+    if (!args.shapes.empty()) {
         std::printf(
-            "\nerror vs an fp64 evaluation on the dequantised weights (the first %lld tokens of "
-            "each row; err64 columns: max|y - y_fp64| / max|y_fp64|):\n",
-            (long long)kRefRows);
-        for (const std::string& line : summaries) std::printf("%s\n", line.c_str());
+            "ours: swiglu::Ffn(f32 weights, Options{T, dtype, down_dtype for q4_k_m}); forward(x, "
+            "y, M)\n");
+        std::printf(
+            "ggml/ours: median of per-round ratios (> 1: ours faster). GB/s: weight "
+            "bytes per call (M = 1 only). note: buffer type of ggml's weights; "
+            "'noisy' = ratio spread > %.0f %%, 'busy' = others used > %.2f CPUs\n",
+            100 * swiglu_bench::kNoisySpread, swiglu_bench::kBusyCpus);
+        print_header();
+        std::fflush(stdout);
+        std::vector<std::string> summaries;
+        for (const Shape& base : swiglu_bench::all_shapes()) {
+            if (!listed(args.shapes, base.name)) continue;
+            for (const BenchDtype& bd : swiglu_bench::all_dtypes())
+                if (has_ggml_type(bd.dtype) && listed(args.dtypes, bd.name))
+                    mismatches += run_entry(be, args, base, bd, summaries);
+        }
+        if (!summaries.empty()) {
+            std::printf(
+                "\nerror vs an fp64 evaluation on the dequantised weights (the first %lld tokens "
+                "of each row; err64 columns: max|y - y_fp64| / max|y_fp64|):\n",
+                (long long)kRefRows);
+            for (const std::string& line : summaries) std::printf("%s\n", line.c_str());
+        }
     }
+    if (!args.moe.shapes.empty()) mismatches += run_moe(be, args.moe);
     if (mismatches) std::printf("\n%d rows MISMATCH: rel err over the check's bound\n", mismatches);
     return mismatches ? 1 : 0;
 }

@@ -2,19 +2,22 @@
 # Our block against llama.cpp's ggml CPU backend, in one process with the
 # same weights (bench/peers/README.md, "ggml").
 #
-#   bench/peers/run_ggml.sh GGML_DIR [--quick] [--probe] [swiglu_ggml_peer options]
+#   bench/peers/run_ggml.sh GGML_DIR [--quick] [--moe] [--probe] [swiglu_ggml_peer options]
 #
 # GGML_DIR: any checkout of https://github.com/ggml-org/ggml. Configures and
 # builds our tree with -DSWIGLU_GGML_DIR=GGML_DIR (ggml as llama.cpp builds
 # it: Release, GGML_NATIVE, CPU backend, OpenMP, llamafile, CPU repack), then
 # prints the machine, both commits and the table. --quick: no llama7b.
-# --probe: our bench's machine probe (peak FLOP rates, DRAM read) first.
+# --moe: the MoE rows (routed experts of qwen3moe, olmoe, mixtral; ggml's
+# side as llama.cpp's build_moe_ffn) instead of the dense block's; with
+# --shapes, only the MoE shapes named. --probe: our bench's machine probe
+# (peak FLOP rates, DRAM read) first.
 # Environment: BUILD_DIR (default build), JOBS (default 2). Builds run under
 # `flock -s /tmp/cpu.lock`, the timing under `flock -x /tmp/cpu.lock`.
 set -euo pipefail
 
 if [[ $# -lt 1 || ! -f "$1/include/ggml.h" ]]; then
-    echo "usage: $0 GGML_DIR [--quick] [--probe] [swiglu_ggml_peer options]" >&2
+    echo "usage: $0 GGML_DIR [--quick] [--moe] [--probe] [swiglu_ggml_peer options]" >&2
     echo "  GGML_DIR: a checkout of https://github.com/ggml-org/ggml" >&2
     exit 2
 fi

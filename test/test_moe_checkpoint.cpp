@@ -495,8 +495,11 @@ TEST_CASE("config.json: missing, unknown model_type, bad k, bad groups: the key 
     const std::vector<TensorSpec> tensors = hf_moe_tensors(m, kMixtralNames, 1, "F32");
     const std::string missing = write_model(tensors, "");
     CHECK_MOE_FAILS(missing, 1,
-                    "layer 1: its routing rule: " + folder_of(missing) + "/config.json: not found",
-                    "put it beside the weights");
+                    "layer 1: holds 4 experts (\"model.layers.1.block_sparse_moe.experts.{E}.\" "
+                    "with E = 0, 1, 2, 3); its routing rule comes from the model's config.json: " +
+                        folder_of(missing) + "/config.json not found",
+                    "Put the model's config.json beside the weights, or choose one expert with "
+                    "the expert selector (--expert E)");
     // Each one expert still loads alone without it.
     CHECK(load_ffn(missing, {1, "", 2}).f() == 24);
     struct Case {

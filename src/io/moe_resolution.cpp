@@ -3,6 +3,8 @@
 // is_moe_layer and moe_layers on it.
 #include "io/moe_resolution.hpp"
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <map>
 #include <set>
@@ -225,6 +227,12 @@ void Resolver::read_config() {
                      "; its routing rule comes from the model's config.json, and a file from "
                      "memory has none beside it");
             path = file_.folder() + (file_.folder().back() == '/' ? "" : "/") + "config.json";
+            struct stat st {};
+            if (::stat(path.c_str(), &st) != 0)
+                fail("holds " + experts_text() +
+                     "; its routing rule comes from the model's config.json: " + one_line(path) +
+                     " not found. Put the model's config.json beside the weights, or choose one "
+                     "expert with the expert selector (--expert E)");
             config_ = hf_moe_config(path);
         }
     } catch (const Error& e) {

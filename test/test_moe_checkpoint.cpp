@@ -367,6 +367,27 @@ TEST_CASE("GGUF qwen3moe in Q8_0: each expert as stored, as load_ffn loads it al
     check_same(layer, direct, m.d);
 }
 
+TEST_CASE("GGUF Q4_K_M-style experts: gate and up Q4_K, down Q6_K, each run as stored") {
+    const MoeWeights m(256, 256, 2, 0, 71);
+    const std::string path = write_gguf(gguf_moe_tensors(m, 0, 12, 0, false, false, false, 14),
+                                        gguf_metadata("llama", 2, 1));
+    const MoeInfo info = describe_moe_layer(path, 0);
+    CHECK(info.model == "llama");
+    CHECK(info.rule.normalize);
+    CHECK(info.experts_dtype == "mixed (gate Q4_K, up Q4_K, down Q6_K)");
+    Options stored;
+    stored.keep_stored = true;
+    const MoeLayer layer = load_moe_layer(path, 0, stored);
+    CHECK(layer.experts().implementation().dtype == Dtype::q4_k);
+    CHECK(layer.experts().implementation().down_dtype == Dtype::q6_k);
+    std::vector<Ffn> blocks;
+    for (std::int64_t e = 0; e < 2; ++e) blocks.push_back(load_ffn(path, {0, "", e}, stored));
+    check_same(layer,
+               MoeLayer(WeightView::out_in(m.router.data(), m.e, m.d), info.rule,
+                        Experts(std::move(blocks))),
+               m.d, 5);
+}
+
 TEST_CASE("GGUF deepseek2: sigmoid, groups, exp_probs_b, weights normalized and scaled") {
     const MoeWeights m(16, 12, 8, 24, 61);
     GgufMetadata meta = gguf_metadata("deepseek2", 8, 3);

@@ -139,7 +139,7 @@ void print_moe(const MoeInfo& m, const Options& options) {
     const Options run = stored_options(e, options);
     line("runs as:", dtypes_text(run.dtype, run.down_dtype.value_or(run.dtype)) +
                          (options.keep_stored ? "  (--dtype stored)" : ""));
-    if (!e.import_note.empty()) line("", e.import_note);
+    if (!e.import_note.empty()) line("", e.import_note + " (in each expert)");
     if (!m.has_shared) {
         line("shared:", "none");
     } else {

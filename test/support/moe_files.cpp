@@ -121,7 +121,7 @@ std::vector<float> stacked(const std::vector<RandomBlock>& blocks,
 
 std::vector<GgufTensorSpec> gguf_moe_tensors(const MoeWeights& m, int layer, std::uint32_t type,
                                              std::uint32_t router_type, bool with_shared,
-                                             bool with_gate, bool with_bias) {
+                                             bool with_gate, bool with_bias, int down_type) {
     const std::string p = "blk." + std::to_string(layer) + ".";
     std::vector<GgufTensorSpec> out;
     out.push_back({p + "ffn_gate_inp.weight", router_type, {m.d, m.e}, m.router, ""});
@@ -136,7 +136,7 @@ std::vector<GgufTensorSpec> gguf_moe_tensors(const MoeWeights& m, int layer, std
                    stacked(m.experts, &RandomBlock::up),
                    ""});
     out.push_back({p + "ffn_down_exps.weight",
-                   type,
+                   down_type < 0 ? type : std::uint32_t(down_type),
                    {m.f, m.d, m.e},
                    stacked(m.experts, &RandomBlock::down),
                    ""});

@@ -57,9 +57,10 @@ std::vector<TensorSpec> hf_moe_tensors(const MoeWeights& m, const HfMoeNames& na
                                        const std::string& router_dtype = "F32");
 
 // GGUF: blk.N.ffn_gate_inp (router), ffn_{gate,up,down}_exps stacked in
-// `type`, and where asked ffn_*_shexp, ffn_gate_inp_shexp, exp_probs_b.
+// `type` (down in `down_type` where given), and where asked ffn_*_shexp,
+// ffn_gate_inp_shexp, exp_probs_b.
 std::vector<GgufTensorSpec> gguf_moe_tensors(const MoeWeights& m, int layer, std::uint32_t type,
                                              std::uint32_t router_type, bool with_shared,
-                                             bool with_gate, bool with_bias);
+                                             bool with_gate, bool with_bias, int down_type = -1);
 
 }  // namespace swiglu::test

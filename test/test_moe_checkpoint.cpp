@@ -495,6 +495,16 @@ TEST_CASE("malformed layers: the tensor that is missing or disagrees is named") 
     no_shared.shared = nullptr;
     CHECK_MOE_FAILS(write_model(hf_moe_tensors(s, no_shared, 0, "F32"), v3), 0,
                     "no shared expert block at \"model.layers.0.mlp.shared_experts.\"");
+    // A Qwen-style expert without up_proj: the one name it lacks.
+    {
+        std::vector<TensorSpec> t;
+        for (const TensorSpec& x : hf_moe_tensors(s, kQwen3MoeNames, 0, "F32"))
+            if (x.name != "model.layers.0.mlp.experts.5.up_proj.weight") t.push_back(x);
+        CHECK_MOE_FAILS(
+            write_model(t,
+                        R"({"model_type": "olmoe", "num_experts": 8, "num_experts_per_tok": 2})"),
+            0, "but no expert 5 (missing \"model.layers.0.mlp.experts.5.up_proj.weight\"): ");
+    }
     const std::string qwen2 =
         R"({"model_type": "qwen2_moe", "num_experts": 8, "num_experts_per_tok": 2})";
     HfMoeNames no_gate = kQwen2MoeNames;

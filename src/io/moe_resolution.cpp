@@ -150,14 +150,18 @@ void Resolver::find_experts() {
     r_.experts = std::move(blocks);
     for (std::size_t e = 0; e < r_.experts.size(); ++e) {
         if (ids_[e] == std::int64_t(e)) continue;
-        // Expert e lacks a tensor (a block found only in part), or is not there at all.
-        std::string lacks;
+        // Expert e lacks a tensor (a block found only in part: the family
+        // with the most of its names there), or is not there at all.
+        const PartialBlock* nearest = nullptr;
         for (const PartialBlock& p : found_.partial)
             if (p.layer == layer_ && p.expert == std::int64_t(e) &&
-                container_of(p.prefix, p.expert) == container_) {
-                for (const std::string& m : p.missing)
-                    lacks += (lacks.empty() ? " (missing " : ", ") + quote_name(m);
-            }
+                container_of(p.prefix, p.expert) == container_ &&
+                (!nearest || p.present > nearest->present))
+                nearest = &p;
+        std::string lacks;
+        if (nearest)
+            for (const std::string& m : nearest->missing)
+                lacks += (lacks.empty() ? " (missing " : ", ") + quote_name(m);
         fail("holds " + experts_text() + " but no expert " + std::to_string(e) +
              (lacks.empty() ? "" : lacks + ")") + ": the experts are numbered 0 to E - 1");
     }

@@ -269,9 +269,11 @@ TEST_CASE("info lists every block; --layer and --expert choose a Mixtral expert"
     REQUIRE(r.status == 0);
     check_output(fx.y_path, fx.x, {5, kD}, experts[1]);
 
+    // The whole layer needs its routing rule, from the config.json that is not there.
     args = fx.run_args(moe, fx.x_path);
     args.insert(args.end(), {"--layer", "1"});
-    expect_failure(args, {moe, "layer 1 holds 2 experts", "--expert E"});
+    expect_failure(
+        args, {moe, "layer 1: holds 2 experts", fx.dir + "/config.json not found", "--expert E"});
 }
 
 TEST_CASE("--trace writes the intermediates") {
@@ -437,12 +439,14 @@ TEST_CASE("help, version, and no command") {
     for (const char* needle :
          {"--weights", "--layer", "--expert", "--block", "--prefix", "--input", "--output",
           "--threads", "--trace", "model.layers.N.mlp.", "gate_up_proj", "val_proj", "W1",
-          "w1.weight", "experts.E.", "(M, d) or (B, T, d)"})
+          "w1.weight", "experts.E.", "(M, d) or (B, T, d)",
+          "A Mixture-of-Experts layer runs whole with --layer N", "config.json", "deepseek2"})
         CHECK(r.out.find(needle) != std::string::npos);
 
     r = swiglu_cli({"info", "--help"});
     CHECK(r.status == 0);
     CHECK(r.out.find("--weights") != std::string::npos);
+    CHECK(r.out.find("its routing rule") != std::string::npos);
 
     r = swiglu_cli({"--version"});
     CHECK(r.status == 0);

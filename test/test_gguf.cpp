@@ -278,6 +278,15 @@ TEST_CASE("version 2, another alignment, odd widths in F32") {
     CHECK(file.version() == 2);
     CHECK(file.alignment() == 64);
     CHECK(file.strings().at("general.architecture") == "llama");
+    // Scalars are kept with their type (an MoE layer's rule is made of them).
+    REQUIRE(file.scalar("llama.block_count"));
+    CHECK(file.scalar("llama.block_count")->is_integer());
+    CHECK(file.scalar("llama.block_count")->value == 1);
+    REQUIRE(file.scalar("llama.rope.freq_base"));
+    CHECK(file.scalar("llama.rope.freq_base")->is_float());
+    CHECK(file.scalar("llama.rope.freq_base")->value == 10000.0);
+    CHECK(file.scalar("general.architecture") == nullptr);   // a string
+    CHECK(file.scalar("tokenizer.ggml.tokens") == nullptr);  // an array
     const LoadedWeights w = load_weights(path);
     CHECK(w.gate == m.blocks[0].gate);
     check_forward(w, m.blocks[0], path, {});

@@ -57,6 +57,14 @@ std::string run_description() {
            "A sharded checkpoint is named by its model.safetensors.index.json or its folder;\n"
            "only the shards that hold the chosen block are read.\n"
            "\n"
+           "A Mixture-of-Experts layer runs whole with --layer N (or with no selector in a\n"
+           "file of that one layer): its router picks each token's experts by the model's\n"
+           "rule, read from the config.json beside the weights (model_type mixtral,\n"
+           "qwen2_moe, qwen3_moe, olmoe, deepseek_v2, deepseek_v3) or from a GGUF file's\n"
+           "metadata (llama, qwen2moe, qwen3moe, olmoe, deepseek2), and its shared experts\n"
+           "run for every token; --expert E runs one expert alone (no config needed), and\n"
+           "'swiglu info --weights FILE --layer N' shows the layer's rule.\n"
+           "\n"
            "--dtype stored, the default for a GGUF file, runs each weight in the format the\n"
            "file stores it where a block runs that format (a Q4_K_M file's Q4_K gate and up\n"
            "and Q6_K down, packed unchanged), f32 for the others; any other --dtype converts\n"
@@ -67,8 +75,8 @@ const char* const run_footer =
     "Examples:\n"
     "  swiglu run --weights model.safetensors --layer 3 --input x.npy --output y.npy\n"
     "  swiglu run --weights block.safetensors --input x.npy --output y.npy --threads 8\n"
-    "  swiglu run --weights mixtral.safetensors --layer 3 --expert 5 --input x.npy \\\n"
-    "             --output y.npy\n"
+    "  swiglu run --weights mixtral/ --layer 3 --input x.npy --output y.npy\n"
+    "  swiglu run --weights mixtral/ --layer 3 --expert 5 --input x.npy --output y.npy\n"
     "  swiglu run --weights model-Q4_K_M.gguf --layer 3 --input x.npy --output y.npy\n"
     "  swiglu run --weights model.safetensors --layer 3 --dtype q4_k --input x.npy \\\n"
     "             --output y.npy\n"
@@ -88,14 +96,17 @@ const char* const info_description =
     "(prefix, scheme, layer, expert, d, f, dtype, or why it would not load); then,\n"
     "when there is one or --layer, --expert or --block chooses one, that block's\n"
     "tensor names, each weight's stored format and the one it runs in under --dtype,\n"
-    "its parameter count, and the kernels it runs on.";
+    "its parameter count, and the kernels it runs on. A Mixture-of-Experts layer\n"
+    "(--layer N alone) shows its router, its routing rule and where it was read\n"
+    "(config.json, GGUF metadata), its experts, its shared block and their kernels.";
 
 const char* const info_footer =
     "Examples:\n"
     "  swiglu info\n"
     "  swiglu info --threads 4\n"
     "  swiglu info --weights model.safetensors\n"
-    "  swiglu info --weights model.safetensors --layer 0";
+    "  swiglu info --weights model.safetensors --layer 0\n"
+    "  swiglu info --weights mixtral/ --layer 3";
 
 const char* const mpi_program_description =
     "swiglu-mpi: 'swiglu run' with the block sharded over the ranks of mpirun.\n"

@@ -1,9 +1,13 @@
 #include "info_command.hpp"
 
 #include <iostream>
+#include <optional>
+#include <set>
+#include <sstream>
 #include <vector>
 
 #include <swiglu/checkpoint.hpp>
+#include <swiglu/moe_checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "help_text.hpp"
@@ -26,8 +30,7 @@ std::string dtypes_text(Dtype gate_up, Dtype down) {
     return std::string(dtype_name(gate_up)) + " (gate, up), " + dtype_name(down) + " (down)";
 }
 
-void print_implementation(const Ffn& ffn, const std::string& block) {
-    const Implementation impl = ffn.implementation();
+void print_implementation(const Implementation& impl, const std::string& block) {
     line("threads:", std::to_string(impl.threads));
     line("activation:", impl.activation + "  (xsimd kernel of SiLU(gate) * up)");
     // Each phase's format: a block may run down in another (Q4_K_M's Q6_K).
@@ -94,6 +97,75 @@ void print_checkpoint(const BlockInfo& b, const Options& options) {
     line("parameters:", std::to_string(parameter_count(b.d, b.f)));
 }
 
+// "sigmoid + bias, top-8 of 256 from the 4 best of 8 groups (each scored by
+// its two best experts), normalized, scaled by 2.5".
+std::string rule_text(const RouterRule& r, std::int64_t experts, bool bias) {
+    std::string s = r.score == RouterScore::softmax ? "softmax" : "sigmoid";
+    if (bias) s += " + bias (choice only)";
+    s += ", top-" + std::to_string(r.top_k) + " of " + std::to_string(experts);
+    if (r.groups > 1)
+        s += " from the " + std::to_string(r.top_groups) + " best of " + std::to_string(r.groups) +
+             " groups (each scored by its " +
+             (r.group_score == GroupScore::max ? "best expert" : "two best experts") + ")";
+    s += r.normalize ? ", normalized" : ", not normalized";
+    if (r.scaling != 1.0f) {
+        std::ostringstream scale;
+        scale << r.scaling;
+        s += ", scaled by " + scale.str();
+    }
+    return s;
+}
+
+// A Mixture-of-Experts layer: where its rule comes from, the router, the
+// experts (expert 0's names stand for all), the shared block, and what the
+// experts run as under `options`.
+void print_moe(const MoeInfo& m, const Options& options) {
+    const BlockInfo& e = m.expert;
+    line("layer:", std::to_string(m.layer) + "  (Mixture-of-Experts: router, " +
+                       std::to_string(m.rule.top_k) + " experts per token" +
+                       (m.has_shared ? ", shared block)" : ")"));
+    line("model:", m.model + "  (rule from " + m.config + ")");
+    line("router:", detail::quote_name(m.router_name) + "  " + m.router_format + "  [E, d] = [" +
+                        std::to_string(m.experts) + ", " + std::to_string(e.d) + "]");
+    line("routing:", rule_text(m.rule, m.experts, !m.bias_name.empty()));
+    if (!m.bias_name.empty()) line("bias:", detail::quote_name(m.bias_name));
+    line("experts:", std::to_string(m.experts) + " x " + e.scheme + "  " +
+                         detail::quote_name(m.experts_pattern) + "  d " + std::to_string(e.d) +
+                         "  f " + std::to_string(e.f));
+    line("gate:", e.gate_name);
+    line("up:", e.up_name);
+    line("down:", e.down_name);
+    line("stored as:", m.experts_dtype);
+    const Options run = stored_options(e, options);
+    line("runs as:", dtypes_text(run.dtype, run.down_dtype.value_or(run.dtype)) +
+                         (options.keep_stored ? "  (--dtype stored)" : ""));
+    if (!e.import_note.empty()) line("", e.import_note + " (in each expert)");
+    if (!m.has_shared) {
+        line("shared:", "none");
+    } else {
+        const BlockInfo& s = m.shared;
+        const Options shared_run = stored_options(s, options);
+        line("shared:",
+             detail::quote_name(s.scheme == "gguf-shared-expert" ? s.prefix + "ffn_*_shexp."
+                                                                 : s.prefix) +
+                 "  " + s.scheme + "  d " + std::to_string(s.d) + "  f " + std::to_string(s.f) +
+                 "  " + s.source_dtype + "  runs as " +
+                 dtypes_text(shared_run.dtype, shared_run.down_dtype.value_or(shared_run.dtype)) +
+                 (m.shared_experts > 1
+                      ? "  (" + std::to_string(m.shared_experts) + " shared experts)"
+                      : ""));
+        line("", m.shared_gate_name.empty() ? std::string("every token, unscaled")
+                                            : "every token, scaled by sigmoid(x . " +
+                                                  detail::quote_name(m.shared_gate_name) + ")");
+    }
+    std::int64_t parameters = m.experts * (e.d + parameter_count(e.d, e.f));
+    if (m.has_shared)
+        parameters +=
+            parameter_count(m.shared.d, m.shared.f) + (m.shared_gate_name.empty() ? 0 : m.shared.d);
+    line("parameters:", std::to_string(parameters) + "  (router, experts" +
+                            (m.has_shared ? ", shared block)" : ")"));
+}
+
 }  // namespace
 
 CLI::App* add_info_command(CLI::App& app, InfoArgs& args) {
@@ -112,9 +184,18 @@ void info_command(const InfoArgs& args) {
     const bool with_weights = !args.weights.path.empty();
     const std::vector<BlockInfo> blocks =
         with_weights ? list_checkpoint(args.weights) : std::vector<BlockInfo>{};
-    // Several blocks and none chosen: the list alone (the kernels depend on
-    // the block); otherwise the block that loads, or the reason it doesn't.
-    const bool one_block = with_weights && (args.weights.selects() || blocks.size() <= 1);
+    // A Mixture-of-Experts layer chosen whole (as `run` runs it): its router,
+    // rule and experts. Otherwise several blocks and none chosen: the list
+    // alone (the kernels depend on the block); else the block that loads,
+    // or the reason it doesn't.
+    const std::int64_t moe_layer = with_weights ? moe_layer_of(args.weights).value_or(-1) : -1;
+    std::set<std::int64_t> moe;  // the layers with routed experts
+    for (const BlockInfo& b : blocks)
+        if (b.layer >= 0 && b.expert >= 0) moe.insert(b.layer);
+    const MoeInfo moe_info =
+        moe_layer >= 0 ? describe_checkpoint_moe(args.weights, moe_layer) : MoeInfo{};
+    const bool one_block =
+        with_weights && moe_layer < 0 && (args.weights.selects() || blocks.size() <= 1);
     const BlockInfo block = one_block ? describe_checkpoint(args.weights) : BlockInfo{};
 
     line("swiglu:", version());
@@ -127,13 +208,25 @@ void info_command(const InfoArgs& args) {
         const Ffn probe(WeightView::out_in(zeros.data(), kProbeF, kProbeD),
                         WeightView::out_in(zeros.data(), kProbeF, kProbeD),
                         WeightView::out_in(zeros.data(), kProbeD, kProbeF), probe_options);
-        print_implementation(probe, "probe block d = 64, f = 128; see --weights");
+        print_implementation(probe.implementation(), "probe block d = 64, f = 128; see --weights");
         std::cout << "matmul per --dtype on this CPU:\n";
         print_dtype_support(options);
         return;
     }
     line("weights:", args.weights.path);
     print_blocks(blocks);
+    if (!moe.empty()) {
+        std::string layers;
+        for (std::int64_t l : moe) layers += (layers.empty() ? "" : ", ") + std::to_string(l);
+        line("moe layers:", layers + "  (--layer N runs one whole; --expert E one expert)");
+    }
+    if (moe_layer >= 0) {
+        print_moe(moe_info, options);
+        std::cout.flush();
+        const MoeLayer layer = load_checkpoint_moe(args.weights, moe_layer, options);
+        print_implementation(layer.experts().implementation(), "for the experts");
+        return;
+    }
     if (!one_block) {
         std::cout << "choose one with --layer N, --expert E or --block P to see its kernels\n";
         return;
@@ -144,7 +237,7 @@ void info_command(const InfoArgs& args) {
     std::cout.flush();
     // Packed straight from the file, as `run` packs it (stored blocks unchanged).
     const Ffn ffn = load_checkpoint_block(args.weights, options);
-    print_implementation(ffn, "for this block");
+    print_implementation(ffn.implementation(), "for this block");
 }
 
 }  // namespace swiglu::cli

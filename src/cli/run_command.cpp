@@ -1,8 +1,10 @@
 #include "run_command.hpp"
 
+#include <optional>
 #include <vector>
 
 #include <swiglu/checkpoint.hpp>
+#include <swiglu/moe.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "atomic_file.hpp"
@@ -70,12 +72,23 @@ void run_command(const RunArgs& args) {
     if (tracing) check_trace_dir(args.trace_dir);
 
     const detail::NpyArray x = read_input(args.input);
+    const Options options = block_options(args.weights.path, args.threads, args.dtype);
+    std::vector<float> y(x.data.size());
+    // A Mixture-of-Experts layer runs whole: router, chosen experts, shared block.
+    if (const std::optional<std::int64_t> layer = moe_layer_of(args.weights)) {
+        if (tracing)
+            invalid("--trace writes one block's intermediates, and layer " +
+                    std::to_string(*layer) +
+                    " is a Mixture-of-Experts layer: trace one of its experts with --expert E");
+        const MoeLayer moe = load_checkpoint_moe(args.weights, *layer, options);
+        moe.forward(x.data.data(), y.data(), input_rows(x, moe.d(), args.input));
+        write_npy_file(args.output, y.data(), x.shape);
+        return;
+    }
     // Packed straight from the checkpoint (no f32 copy of it).
-    const Ffn ffn = load_checkpoint_block(
-        args.weights, block_options(args.weights.path, args.threads, args.dtype));
+    const Ffn ffn = load_checkpoint_block(args.weights, options);
     const std::int64_t tokens = input_rows(x, ffn.d(), args.input);
 
-    std::vector<float> y(x.data.size());
     if (tracing) {
         Trace trace;
         ffn.forward_traced(x.data.data(), y.data(), tokens, trace);

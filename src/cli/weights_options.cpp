@@ -1,5 +1,6 @@
 #include "weights_options.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -81,6 +82,43 @@ std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args) {
     }
 }
 
+std::optional<std::int64_t> moe_layer_of(const WeightsArgs& args) {
+    if (args.expert >= 0 || !args.prefix.empty()) return std::nullopt;
+    try {
+        const std::vector<std::int64_t> moe = moe_layers(args.path);
+        if (args.layer >= 0) {
+            if (std::binary_search(moe.begin(), moe.end(), args.layer)) return args.layer;
+            return std::nullopt;
+        }
+        if (moe.size() != 1) return std::nullopt;
+        // No selector: the file must be that one layer (a Mixtral layer's
+        // experts, a Qwen2-MoE layer's experts and shared expert).
+        for (const BlockInfo& b : list_blocks(args.path))
+            if (b.layer != moe.front()) return std::nullopt;
+        return moe.front();
+    } catch (const Error& e) {
+        rethrow_naming(e, args.path);
+    }
+}
+
+MoeLayer load_checkpoint_moe(const WeightsArgs& args, std::int64_t layer, const Options& options) {
+    try {
+        return load_moe_layer(args.path, layer, options);
+    } catch (const Error& e) {
+        // The blocks' own errors (a bad --threads) are no problem of the file.
+        if (std::string(e.what()).rfind("Ffn: ", 0) == 0) throw;
+        rethrow_naming(e, args.path);
+    }
+}
+
+MoeInfo describe_checkpoint_moe(const WeightsArgs& args, std::int64_t layer) {
+    try {
+        return describe_moe_layer(args.path, layer);
+    } catch (const Error& e) {
+        rethrow_naming(e, args.path);
+    }
+}
+
 void add_weights_options(CLI::App& command, WeightsArgs& args, bool required) {
     command
         .add_option("--weights", args.path,
@@ -92,12 +130,13 @@ void add_weights_options(CLI::App& command, WeightsArgs& args, bool required) {
         command
             .add_option("--layer", args.layer,
                         "the block of layer N (model.layers.N.mlp., layers.N.feed_forward., "
-                        "blocks.N.ffn., ...) in a checkpoint with several")
+                        "blocks.N.ffn., ...) in a checkpoint with several; a Mixture-of-Experts "
+                        "layer whole (router, experts, shared experts)")
             ->type_name("N")
             ->check(non_negative(">= 0"));
     CLI::Option* expert = command
                               .add_option("--expert", args.expert,
-                                          "expert E of a Mixture-of-Experts layer "
+                                          "expert E of a Mixture-of-Experts layer alone "
                                           "(...experts.E.; with --layer N when there are several)")
                               ->type_name("E")
                               ->check(non_negative(">= 0"));

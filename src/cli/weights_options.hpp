@@ -3,11 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 #include <swiglu/checkpoint.hpp>
+#include <swiglu/moe_checkpoint.hpp>
 
 namespace swiglu::cli {
 
@@ -33,6 +35,16 @@ LoadedWeights load_checkpoint(const WeightsArgs& args);
 Ffn load_checkpoint_block(const WeightsArgs& args, const Options& options);
 // list_blocks for the checkpoint, its errors named the same way.
 std::vector<BlockInfo> list_checkpoint(const WeightsArgs& args);
+
+// The Mixture-of-Experts layer these arguments choose whole, if any:
+// --layer N (without --expert or --block) where layer N holds routed
+// experts, or, with no selector, the file's only layer when it holds them.
+// One expert alone is --layer N --expert E, a block as before.
+std::optional<std::int64_t> moe_layer_of(const WeightsArgs& args);
+// load_moe_layer / describe_moe_layer for these arguments, errors named as
+// load_checkpoint_block's.
+MoeLayer load_checkpoint_moe(const WeightsArgs& args, std::int64_t layer, const Options& options);
+MoeInfo describe_checkpoint_moe(const WeightsArgs& args, std::int64_t layer);
 
 // Adds --threads N (>= 0, 0 = every core this process may use).
 void add_threads_option(CLI::App& command, int& threads);

@@ -229,7 +229,10 @@ Options resolve_stored(const FormatTraits& gate, const FormatTraits& up, const F
 }
 
 ResolvedBlock resolve_block(const CheckpointFiles& file, const WeightSelector& selector) {
-    const FoundBlock b = select_block(file, selector);
+    return resolve_block(file, select_block(file, selector));
+}
+
+ResolvedBlock resolve_block(const CheckpointFiles& file, const FoundBlock& b) {
     const Checked c = check_block(file, b);
     ResolvedBlock r;
     describe(b, c, r.described);
@@ -242,7 +245,10 @@ ResolvedBlock resolve_block(const CheckpointFiles& file, const WeightSelector& s
 }
 
 BlockInfo describe_block(const CheckpointFiles& file, const WeightSelector& selector) {
-    const FoundBlock b = select_block(file, selector);
+    return describe_block(file, select_block(file, selector));
+}
+
+BlockInfo describe_block(const CheckpointFiles& file, const FoundBlock& b) {
     const Checked c = check_block(file, b);
     BlockInfo info;
     describe(b, c, info);

@@ -169,16 +169,21 @@ CheckpointFiles CheckpointFiles::open(const std::string& path) {
         if (exists(single_file)) return open(single_file);
         invalid(shown + ": a folder with neither " + kIndexName + " nor " + kSingleName);
     }
-    if (ends_with(path, ".gguf") || gguf_magic(path)) return single(GgufFile::open(path));
-    if (!ends_with(path, ".json")) return single(SafetensorsFile::open(path));
+    const std::size_t slash = path.rfind('/');
+    const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
+    const auto in_folder = [&folder](CheckpointFiles c) {
+        c.folder_ = folder;
+        return c;
+    };
+    if (ends_with(path, ".gguf") || gguf_magic(path))
+        return in_folder(single(GgufFile::open(path)));
+    if (!ends_with(path, ".json")) return in_folder(single(SafetensorsFile::open(path)));
     MappedFile file(path);
     if (!file.is_regular()) invalid(shown + ": not a regular file");
     if (file.size() > kMaxIndexBytes)
         invalid(shown + ": index is " + std::to_string(file.size()) + " bytes, over the limit of " +
                 std::to_string(kMaxIndexBytes) + " (100 MB)");
     if (file.size() > 0 && !file.map()) invalid(shown + ": cannot mmap: " + std::strerror(errno));
-    const std::size_t slash = path.rfind('/');
-    const std::string folder = slash == std::string::npos ? "." : path.substr(0, slash + 1);
     return from_index(file.bytes(), folder.empty() ? "/" : folder, path);
 }
 

@@ -51,6 +51,13 @@ public:
 
     const std::string& label() const { return label_; }
     bool sharded() const { return sharded_; }
+    // The folder the checkpoint was opened from (a file's, an index's, or
+    // the folder named), where a model's config.json sits beside its
+    // weights; "" for a file from memory.
+    const std::string& folder() const { return folder_; }
+    // The GGUF file, or nullptr for safetensors (its metadata: a Mixture-
+    // of-Experts layer's routing rule).
+    const GgufFile* gguf() const { return gguf_.get(); }
     // Every tensor name: the file's in file order, or the index's (sorted).
     const std::vector<std::string_view>& names() const { return names_; }
     bool has(std::string_view name) const { return shard_of_.count(name) != 0; }

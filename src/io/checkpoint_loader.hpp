@@ -5,6 +5,7 @@
 
 #include <swiglu/checkpoint.hpp>
 
+#include "io/block_discovery.hpp"
 #include "io/checkpoint_files.hpp"
 #include "io/safetensors.hpp"
 
@@ -22,6 +23,10 @@ struct ResolvedBlock {
 ResolvedBlock resolve_block(const CheckpointFiles& files, const WeightSelector& selector);
 // The chosen block's description, as list_blocks gives it (problem "").
 BlockInfo describe_block(const CheckpointFiles& files, const WeightSelector& selector);
+// The same for a block already found (discovery's, or one a caller names:
+// a Mixture-of-Experts layer's experts and shared block), checked alike.
+ResolvedBlock resolve_block(const CheckpointFiles& files, const FoundBlock& block);
+BlockInfo describe_block(const CheckpointFiles& files, const FoundBlock& block);
 
 LoadedWeights load_weights(const CheckpointFiles& files, const WeightSelector& selector);
 

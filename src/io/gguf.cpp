@@ -148,11 +148,34 @@ void skip_value(Cursor& c, std::uint32_t type, const std::string& key, int depth
     for (std::uint64_t i = 0; i < n; ++i) skip_value(c, element, key, depth + 1);
 }
 
+// A scalar's value, read (the cursor checked there are size bytes).
+double scalar_value(Cursor& c, std::uint32_t type) {
+    switch (type) {
+        case kU8: return c.read<std::uint8_t>("a metadata value");
+        case kI8: return c.read<std::int8_t>("a metadata value");
+        case kU16: return c.read<std::uint16_t>("a metadata value");
+        case kI16: return c.read<std::int16_t>("a metadata value");
+        case kU32: return c.read<std::uint32_t>("a metadata value");
+        case kI32: return c.read<std::int32_t>("a metadata value");
+        case kF32: return c.read<float>("a metadata value");
+        case kBool: return c.read<std::uint8_t>("a metadata value") != 0;
+        case kU64: return double(c.read<std::uint64_t>("a metadata value"));
+        case kI64: return double(c.read<std::int64_t>("a metadata value"));
+        default: return c.read<double>("a metadata value");  // kF64
+    }
+}
+
 bool mul_overflows(std::int64_t a, std::int64_t b, std::int64_t& out) {
     return __builtin_mul_overflow(a, b, &out);
 }
 
 }  // namespace
+
+const char* gguf_value_type_name(std::uint32_t type) {
+    static const char* const names[] = {"u8",   "i8",     "u16",   "i16", "u32", "i32", "f32",
+                                        "bool", "string", "array", "u64", "i64", "f64"};
+    return type < sizeof names / sizeof names[0] ? names[type] : "unknown";
+}
 
 const GgmlType* ggml_type(std::uint32_t id) {
     for (const GgmlType& t : kTypes)
@@ -228,6 +251,10 @@ void GgufFile::parse() {
             strings_[key] = std::string(c.string("a metadata string"));
             continue;
         }
+        if (value_size(type) > 0) {
+            scalars_[key] = GgufScalar{type, scalar_value(c, type)};
+            continue;
+        }
         skip_value(c, type, key, 0);
     }
 
@@ -295,6 +322,11 @@ void GgufFile::parse() {
 const GgufTensor* GgufFile::find(std::string_view name) const {
     const auto it = index_.find(name);
     return it == index_.end() ? nullptr : &tensors_[it->second];
+}
+
+const GgufScalar* GgufFile::scalar(std::string_view key) const {
+    const auto it = scalars_.find(key);
+    return it == scalars_.end() ? nullptr : &it->second;
 }
 
 const unsigned char* GgufFile::tensor_data(const GgufTensor& tensor) const {

@@ -44,6 +44,20 @@ struct GgmlType {
 const GgmlType* ggml_type(std::uint32_t id);
 std::string ggml_type_name(std::uint32_t id);  // "Q4_0", or "ggml type 23"
 
+// A metadata value of a scalar type: an integer, a float or a bool.
+struct GgufScalar {
+    std::uint32_t type =
+        0;  // GGUF's value type: 0 u8 ... 5 i32, 6 f32, 7 bool, 10 u64, 11 i64, 12 f64
+    // The value (a bool's 0 or 1); exact for every float, and for integers
+    // up to 2^53 (counts in a model are far below).
+    double value = 0;
+    bool is_integer() const { return type <= 5 || type == 10 || type == 11; }
+    bool is_float() const { return type == 6 || type == 12; }
+    bool is_bool() const { return type == 7; }
+};
+// "u32", "f32", "bool", ...: a value type as messages name it.
+const char* gguf_value_type_name(std::uint32_t type);
+
 struct GgufTensor {
     std::string name;
     std::uint32_t type = 0;
@@ -73,6 +87,10 @@ public:
     // The string values of the metadata (general.architecture, ...); values
     // of other types are checked and skipped.
     const std::map<std::string, std::string>& strings() const { return strings_; }
+    // The scalar values (expert counts, flags, scales: what a Mixture-of-
+    // Experts layer's routing rule is made of); nullptr if absent or not a
+    // scalar (a string, an array).
+    const GgufScalar* scalar(std::string_view key) const;
     // A tensor's bytes; only for a type this reader knows.
     const unsigned char* tensor_data(const GgufTensor& tensor) const;
 
@@ -90,6 +108,7 @@ private:
     std::vector<GgufTensor> tensors_;
     std::map<std::string, std::size_t, std::less<>> index_;
     std::map<std::string, std::string> strings_;
+    std::map<std::string, GgufScalar, std::less<>> scalars_;
 };
 
 }  // namespace swiglu::detail

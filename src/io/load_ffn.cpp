@@ -14,6 +14,7 @@
 #include "core/ffn_access.hpp"
 #include "io/checkpoint_files.hpp"
 #include "io/checkpoint_loader.hpp"
+#include "io/ffn_builder.hpp"
 
 namespace swiglu {
 
@@ -44,10 +45,11 @@ detail::WeightSource slice(const detail::StoredTensor& t, Layout layout, bool hi
     return s;
 }
 
-Ffn load(const std::string& path, const WeightSelector& selector, const Options& options,
-         const HiddenColumns* columns) {
-    const detail::CheckpointFiles files = detail::CheckpointFiles::open(path);
-    const detail::ResolvedBlock r = detail::resolve_block(files, selector);
+}  // namespace
+
+namespace detail {
+
+Ffn build_ffn(const ResolvedBlock& r, const Options& options, const HiddenColumns* columns) {
     const LoadedWeights& w = r.described;
     const HiddenColumns c = columns ? *columns : HiddenColumns{0, w.f};
     if (c.begin < 0 || c.begin >= c.end || c.end > w.f)
@@ -66,6 +68,16 @@ Ffn load(const std::string& path, const WeightSelector& selector, const Options&
         gate, up, down,
         detail::resolve_stored(*r.gate.format, *(r.merged ? r.gate : r.up).format, *r.down.format,
                                options));
+}
+
+}  // namespace detail
+
+namespace {
+
+Ffn load(const std::string& path, const WeightSelector& selector, const Options& options,
+         const HiddenColumns* columns) {
+    const detail::CheckpointFiles files = detail::CheckpointFiles::open(path);
+    return detail::build_ffn(detail::resolve_block(files, selector), options, columns);
 }
 
 }  // namespace

@@ -29,6 +29,15 @@ __all__ = ["Ffn", "Error", "load", "version", "cpu_features", "dtypes", "route",
 dtypes = tuple(_dtypes())
 
 
+def _weights(arrays, names):
+    """Weight arrays as the library copies them: any numbers, converted."""
+    arrays = [_np.asarray(w) for w in arrays]
+    for name, w in zip(names, arrays):
+        if w.dtype.kind not in "fiu":
+            raise TypeError("%s must hold numbers, got dtype %s" % (name, w.dtype))
+    return arrays
+
+
 class Ffn:
     """A SwiGLU block: gate and up map d -> f, down maps f -> d.
 
@@ -49,10 +58,7 @@ class Ffn:
         if _impl is not None:
             self._impl = _impl
             return
-        arrays = [_np.asarray(w) for w in (w_gate, w_up, w_down)]
-        for name, w in zip(("w_gate", "w_up", "w_down"), arrays):
-            if w.dtype.kind not in "fiu":
-                raise TypeError("%s must hold numbers, got dtype %s" % (name, w.dtype))
+        arrays = _weights((w_gate, w_up, w_down), ("w_gate", "w_up", "w_down"))
         self._impl = _Ffn(*arrays, layout=layout, dtype=dtype, threads=int(threads),
                           down_dtype=down_dtype)
 
@@ -335,15 +341,6 @@ def _output(out, shape):
     if not out.flags.c_contiguous or not out.flags.writeable:
         raise ValueError("out must be C-contiguous and writeable")
     return out
-
-
-def _weights(arrays, names):
-    """Weight arrays as the library copies them: any numbers, converted."""
-    arrays = [_np.asarray(w) for w in arrays]
-    for name, w in zip(names, arrays):
-        if w.dtype.kind not in "fiu":
-            raise TypeError("%s must hold numbers, got dtype %s" % (name, w.dtype))
-    return arrays
 
 
 def route(logits, k, *, score="softmax", normalize=False, groups=1, top_groups=1,

@@ -21,6 +21,7 @@
 
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/moe.hpp>
+#include <swiglu/moe_checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 namespace py = pybind11;
@@ -448,6 +449,19 @@ PYBIND11_MODULE(_swiglu, m) {
              py::arg("weights").noconvert(), py::arg("out").noconvert());
 
     py::class_<swiglu::MoeLayer>(m, "_MoeLayer")
+        // A checkpoint's MoE layer N (swiglu/moe_checkpoint.hpp), and whether
+        // layer N has experts at all (swiglu.load picks the layer or the block).
+        .def_static(
+            "load",
+            [](const std::string& path, std::int64_t layer, const std::string& dtype, int threads,
+               const std::optional<std::string>& down_dtype) {
+                const swiglu::Options options = options_of(dtype, down_dtype, threads, true);
+                py::gil_scoped_release unlocked;  // reading and packing take a while
+                return swiglu::load_moe_layer(path, layer, options);
+            },
+            py::arg("path"), py::arg("layer"), py::arg("dtype"), py::arg("threads"),
+            py::arg("down_dtype") = py::none())
+        .def_static("is_moe_layer", &swiglu::is_moe_layer, py::arg("path"), py::arg("layer"))
         .def(py::init([](const AnyArray& router, const AnyArray& gate, const AnyArray& up,
                          const AnyArray& down, const std::string& layout, const std::string& dtype,
                          int threads, const std::optional<std::string>& down_dtype, std::int64_t k,

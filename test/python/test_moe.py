@@ -415,3 +415,33 @@ def test_moe_layer_bad_input():
         with pytest.raises(kind, match=message):
             call()
         assert np.all(out == 7.0), message
+
+
+def test_load_returns_the_moe_layer_of_a_checkpoint(tmp_path):
+    """swiglu.load(path, layer=N) on a Mixtral-style checkpoint (safetensors
+    and config.json): the whole layer, as MoeLayer built from the same arrays
+    computes it; expert=E still loads one expert's block."""
+    import json
+    from test_swiglu import write_safetensors
+
+    E, d, f, k = 4, 16, 24, 2
+    g, u, dn = stacked(E, d, f, seed=7)
+    router = np.random.default_rng(8).uniform(-1, 1, (E, d)).astype(np.float32)
+    p = "model.layers.0.block_sparse_moe."
+    tensors = {p + "gate.weight": router}
+    for e in range(E):
+        tensors.update({p + "experts.%d.w1.weight" % e: g[e], p + "experts.%d.w3.weight" % e: u[e],
+                        p + "experts.%d.w2.weight" % e: dn[e]})
+    write_safetensors(tmp_path / "model.safetensors", tensors)
+    (tmp_path / "config.json").write_text(json.dumps(
+        {"model_type": "mixtral", "num_local_experts": E, "num_experts_per_tok": k}))
+    layer = swiglu.load(tmp_path / "model.safetensors", layer=0, threads=1)
+    assert isinstance(layer, swiglu.MoeLayer) and layer.k == k and layer.experts.experts == E
+    direct = swiglu.MoeLayer(router, g, u, dn, k=k, normalize=True, threads=1)
+    x = np.random.default_rng(9).uniform(-1, 1, (5, d)).astype(np.float32)
+    np.testing.assert_array_equal(layer(x), direct(x))
+    for got, want in zip(layer.route(x), direct.route(x)):
+        np.testing.assert_array_equal(got, want)
+    one = swiglu.load(tmp_path / "model.safetensors", layer=0, expert=2, threads=1)
+    assert isinstance(one, swiglu.Ffn)
+    np.testing.assert_array_equal(one(x), swiglu.Ffn(g[2], u[2], dn[2], threads=1)(x))

@@ -498,6 +498,14 @@ class MoeLayer:
                                shared=shared, shared_gate=shared_gate)
         self._experts = Experts(None, None, None, _impl=self._impl.experts)
 
+    @classmethod
+    def _wrap(cls, impl):
+        """A MoeLayer around the library's (swiglu.load's)."""
+        layer = cls.__new__(cls)
+        layer._impl = impl
+        layer._experts = Experts(None, None, None, _impl=impl.experts)
+        return layer
+
     @property
     def d(self):
         """The model width: x and y have shape (..., d)."""
@@ -544,7 +552,10 @@ class MoeLayer:
 
 def load(path, layer=None, block=None, expert=None, dtype="f32", threads=0, down_dtype=None):
     """The block a checkpoint holds (safetensors file, a sharded checkpoint's
-    index or folder, or GGUF), packed straight from the file.
+    index or folder, or GGUF), packed straight from the file; for a layer
+    with experts (and no block or expert chosen), the whole layer as a
+    MoeLayer (router, experts, shared block; the rule from config.json or
+    the GGUF metadata, docs/moe.md).
 
     layer, expert: choose among several (model.layers.N..., ...experts.E.);
     block: the block's prefix, e.g. "model.layers.3.mlp.". See docs/checkpoints.md's
@@ -556,6 +567,10 @@ def load(path, layer=None, block=None, expert=None, dtype="f32", threads=0, down
     safetensors too: dtype="q4_k" quantises f32 weights). down_dtype: down's
     own format, as for Ffn.
     """
+    if layer is not None and block is None and expert is None and \
+            _MoeLayer.is_moe_layer(str(path), int(layer)):
+        return MoeLayer._wrap(_MoeLayer.load(str(path), int(layer), dtype, int(threads),
+                                             down_dtype=down_dtype))
     impl = _Ffn.load(str(path), -1 if layer is None else int(layer), block or "",
                      -1 if expert is None else int(expert), dtype, int(threads),
                      down_dtype=down_dtype)

@@ -29,6 +29,15 @@ void* operator new(std::size_t n) {
 }
 void operator delete(void* p) noexcept { std::free(p); }
 void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+// The nothrow pair too (std::stable_sort's buffer: get_temporary_buffer
+// allocates with it and frees with the sized delete above). Left to the
+// runtime, under AddressSanitizer its new came from ASan's allocator and
+// went back through free(): an alloc-dealloc mismatch.
+void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
+    g_news.fetch_add(1, std::memory_order_relaxed);
+    return std::malloc(n ? n : 1);
+}
+void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
 
 namespace {
 std::atomic<long> g_aligned{0};

@@ -21,6 +21,12 @@
 //                 follows one of the baseline's, with its data in the
 //                 caches, so it can read lower than back-to-back calls
 //                 (llama7b 512 tokens: 73 % against 79 % in one run)
+// and on bwd/ rows of M >= 128, the share of the GEMM ceiling
+// (gemm_ceiling.hpp: one plain f32 matmul (M x d) * (d x 2f), same threads),
+// timed interleaved with our calls after the baseline's rounds:
+//   ceil_pct      100 * GFLOPs / the ceiling's GFLOP/s (ceil_pct_p10, _p90:
+//                 the rounds' spread; ceil_noisy = 1 when it stayed over 20 %)
+//   ceil_GFLOPs   the ceiling's own rate
 // The rows' own times are Google Benchmark's, one row after another, so
 // their quotient can differ from x_baseline by the host's drift (±10 %
 // here between rows).
@@ -44,6 +50,7 @@
 #include "backward_baseline.hpp"
 #include "baseline.hpp"
 #include "ffn_bench.hpp"
+#include "gemm_ceiling.hpp"
 #include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
 #include "shapes.hpp"
@@ -198,6 +205,17 @@ void bm_backward(benchmark::State& st, const Shape* s, std::int64_t tokens, int 
             st.counters["pct_of_peak_median"] = pct(pt.a.median);
             st.counters["pct_of_peak_p10"] = pct(pt.a.p90);  // the slower calls
             st.counters["pct_of_peak_p90"] = pct(pt.a.p10);
+            if (tokens >= kCeilingMinTokens) {
+                // Built per row and dropped after it: a packed (d, 2f) f32
+                // weight is 361 MB at llama7b.
+                GemmCeiling ceiling(tokens, s->d, s->f, swiglu::Dtype::f32, threads);
+                const CeilingShare c = ceiling_share(call, 2.0 * s->flops(tokens), ceiling);
+                st.counters["ceil_pct"] = c.pct;
+                st.counters["ceil_pct_p10"] = c.pct_p10;
+                st.counters["ceil_pct_p90"] = c.pct_p90;
+                st.counters["ceil_GFLOPs"] = c.gflops;
+                st.counters["ceil_noisy"] = c.noisy ? 1 : 0;
+            }
         }
     } catch (const std::exception& e) {
         st.SkipWithError(e.what());

@@ -17,6 +17,13 @@
 //                     the weights (glass and cyber: L2/L3; llama7b: DRAM).
 //   pct_of_bf16_peak  int8 and block-format rows: 100 * GFLOPs / peak(bf16, T),
 //                     how they compare with what bf16 could do at most.
+// and on ffn/ rows of M >= 128 in f32, bf16 and int8, the share of the GEMM
+// ceiling (gemm_ceiling.hpp), our calls and the ceiling's interleaved
+// (interleaved_timing.hpp) after the row's own loop:
+//   ceil_pct          100 * GFLOP/s / the ceiling's GFLOP/s, from the median
+//                     of the rounds' time ratios (ceil_pct_p10, _p90: their
+//                     spread; ceil_noisy = 1 when it stayed over 20 %)
+//   ceil_GFLOPs       the ceiling's own rate (median of its batches)
 #include <benchmark/benchmark.h>
 #include <omp.h>
 #include <sched.h>
@@ -31,6 +38,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -41,8 +49,10 @@
 
 #include "baseline.hpp"
 #include "bench_dtypes.hpp"
+#include "gemm_ceiling.hpp"
 #include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
+#include "ridge_limits.hpp"
 #include "roofline.hpp"
 #include "shapes.hpp"
 #include "swiglu/swiglu.hpp"
@@ -118,6 +128,7 @@ public:
         if (w_ && std::strcmp(w_->shape.name, s.name) == 0) return;
         base_.reset();
         ffn_.reset();
+        ceiling_.reset();
         w_.reset();
         verified_.clear();
         ffn_unsupported_.clear();
@@ -178,6 +189,18 @@ public:
         return *base_;
     }
 
+    // The GEMM ceiling of a row (gemm_ceiling.hpp), kept for the next row of
+    // the same tokens, threads and dtype. Throws what GemmCeiling throws.
+    GemmCeiling& ceiling(std::int64_t tokens, int threads, Dtype dtype) {
+        if (!ceiling_ || ceiling_->tokens() != tokens || ceiling_->threads() != threads ||
+            ceiling_->dtype() != dtype) {
+            ceiling_.reset();  // its packed weight first
+            ceiling_ =
+                std::make_unique<GemmCeiling>(tokens, w_->shape.d, w_->shape.f, dtype, threads);
+        }
+        return *ceiling_;
+    }
+
     // Once per (tokens, ffn option, dtype): runs the Ffn and the baseline of
     // the same dtype on the same input and aborts if they disagree (when the
     // dtype's baseline can't run here, the f32 baseline is the reference,
@@ -227,6 +250,7 @@ private:
     int ffn_option_ = -1;
     BenchDtype ffn_dtype_ = BenchDtype::of(Dtype::f32);
     std::unique_ptr<Baseline> base_;
+    std::unique_ptr<GemmCeiling> ceiling_;
     std::vector<float> x_, y_, y_ref_;
     std::map<std::tuple<std::int64_t, int, BenchDtype>, Verified> verified_;
     std::map<BenchDtype, std::string> ffn_unsupported_, base_unsupported_;
@@ -251,6 +275,25 @@ void set_counters(benchmark::State& st, const Shape& s, std::int64_t tokens, int
     st.counters["roofline_pct"] = 100.0 * roofline(s, tokens, threads, dtype).seconds() * 1e9 / ns;
     if (dtype.dtype == Dtype::int8 || dtype.grouped())
         st.counters["pct_of_bf16_peak"] = pct_of_bf16_peak(s, tokens, threads, ns);
+}
+
+// Whether a row (M tokens, that dtype) is timed against the GEMM ceiling.
+bool ceiling_row(std::int64_t tokens, const BenchDtype& dtype) {
+    return tokens >= kCeilingMinTokens && !dtype.mixed() && has_gemm_ceiling(dtype.dtype);
+}
+
+// Our block's calls and the GEMM ceiling's, interleaved; nullopt where the
+// ceiling can't run here (oneDNN without that matmul).
+std::optional<CeilingShare> ffn_ceiling_share(const Shape& s, std::int64_t tokens,
+                                              const swiglu::Ffn& ffn, const BenchDtype& dtype,
+                                              const float* x, float* y) {
+    try {
+        GemmCeiling& ceiling = fixture().ceiling(tokens, ffn.threads(), dtype.dtype);
+        return ceiling_share([&] { ffn.forward(x, y, tokens); }, s.flops(tokens), ceiling);
+    } catch (const swiglu::Error& e) {
+        if (e.status() != swiglu::Status::unsupported) throw;
+    }
+    return std::nullopt;
 }
 
 bool is_big(const Shape& s) { return s.d * s.f >= (std::int64_t(1) << 24); }
@@ -312,6 +355,14 @@ void bm_ffn(benchmark::State& st, const Shape* s, BenchDtype dtype, std::int64_t
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         benchmark::DoNotOptimize(y[0]);
         set_counters(st, *s, tokens, threads, dtype, ns / double(st.iterations()));
+        if (!ceiling_row(tokens, dtype)) return;
+        if (const auto c = ffn_ceiling_share(*s, tokens, ffn, dtype, x, y)) {
+            st.counters["ceil_pct"] = c->pct;
+            st.counters["ceil_pct_p10"] = c->pct_p10;
+            st.counters["ceil_pct_p90"] = c->pct_p90;
+            st.counters["ceil_GFLOPs"] = c->gflops;
+            st.counters["ceil_noisy"] = c->noisy ? 1 : 0;
+        }
     });
 }
 
@@ -452,9 +503,9 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
     const double load_before = others_load(0.5);
-    std::printf("\n%-8s %-6s %5s %3s %10s %5s %9s %8s %7s %7s %10s %5s %9s %6s %s\n", "shape",
+    std::printf("\n%-8s %-6s %5s %3s %10s %5s %9s %8s %7s %7s %10s %5s %9s %6s %6s %s\n", "shape",
                 "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "roof%", "bf16pk%",
-                "base_ms", "speedup", "+-%", "others", "flags");
+                "base_ms", "speedup", "+-%", "ceil%", "others", "flags");
     std::fflush(stdout);
     std::vector<std::string> notes;
     BlockFixture& fx = fixture();
@@ -506,13 +557,24 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
                     else
                         std::snprintf(speedup, sizeof speedup, "%.2fx", pt.ratio.median);
                 }
-                const std::string flags = row_flags(pt);
+                std::string flags = row_flags(pt);
+                char ceil[16] = "-";
+                if (ceiling_row(m, dtype)) {
+                    if (const auto c = ffn_ceiling_share(s, m, *ffn, dtype, x, y)) {
+                        const bool doubtful = c->noisy || c->others > kBusyCpus;
+                        if (doubtful)
+                            std::snprintf(ceil, sizeof ceil, "(?)");
+                        else
+                            std::snprintf(ceil, sizeof ceil, "%.0f", c->pct);
+                        if (doubtful && flags.find("noisy") == std::string::npos) flags += "noisy ";
+                    }
+                }
                 std::printf(
-                    "%-8s %-6s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s "
+                    "%-8s %-6s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s %6s "
                     "%s\n",
                     s.name, dn, (long long)m, threads, t_ffn * 1e3, 50 * pt.a.spread(),
                     s.flops(m) / t_ffn * 1e-9, weight_bytes(s, dtype) / t_ffn * 1e-9,
-                    100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm,
+                    100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm, ceil,
                     fixed1(pt.others).c_str(), flags.c_str());
                 std::fflush(stdout);
                 char diff[96];
@@ -544,7 +606,10 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
         "the p10..p90 range, %% of the median (of ffn's samples, of the ratios); others = CPUs' "
         "worth of time other processes used meanwhile; flags: noisy = the ratios' spread (ffn's "
         "without a baseline) stayed over 20 %%, busy = others over 0.25: either leaves the "
-        "speedup out, (?): no figure to quote (run again on a quieter machine)\n");
+        "speedup out, (?): no figure to quote (run again on a quieter machine);\nceil%% = "
+        "(M >= 128, f32, bf16, int8) GFLOP/s as %% of one plain oneDNN matmul (M x d) * (d x 2f) "
+        "of the dtype, weights prepacked, same threads, the two interleaved right after the "
+        "row (median of the rounds' ratios)\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
     // The host's bandwidth swings: the M=1 rows' roof% uses the probe made
     // before the profile; this one shows whether it held.
@@ -562,9 +627,10 @@ int run_ridge(bool quick, const std::vector<BenchDtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
     const double load_before = others_load(0.5);
-    std::printf("\n%-8s %-6s %3s %3s %9s %5s %9s %8s %8s %9s %9s %9s %-7s %6s %6s %s\n", "shape",
-                "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "read", "bytes_ms",
-                "flops_ms", "limit_ms", "bound", "share", "others", "flags");
+    std::printf("\n%-8s %-6s %3s %3s %9s %5s %9s %8s %8s %9s %9s %8s %8s %9s %-13s %6s %6s %s\n",
+                "shape", "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "read", "bytes_ms",
+                "flops_ms", "kern_GOP", "fixed_us", "limit_ms", "bound", "share", "others",
+                "flags");
     std::fflush(stdout);
     BlockFixture& fx = fixture();
     const auto t_start = Clock::now();
@@ -578,14 +644,16 @@ int run_ridge(bool quick, const std::vector<BenchDtype>& dtypes) {
                 const PairTiming pt = time_interleaved([ffn, x, y, m] { ffn->forward(x, y, m); },
                                                        std::function<void()>());
                 const double t = pt.a.median;
-                const Limit lim = roofline(s, m, threads, dtype);
+                const RidgeLimit lim = ridge_limit(s, m, threads, dtype);
                 const std::string flags = row_flags(pt);
                 std::printf(
-                    "%-8s %-6s %3lld %3d %9.4g %5.0f %9.1f %8.1f %8.1f %9.4g %9.4g %9.4g %-7s "
-                    "%5.0f%% %6s %s\n",
+                    "%-8s %-6s %3lld %3d %9.4g %5.0f %9.1f %8.1f %8.1f %9.4g %9.4g %8s %8.1f "
+                    "%9.4g %-13s %5.0f%% %6s %s\n",
                     s.name, dn, (long long)m, threads, t * 1e3, 50 * pt.a.spread(),
-                    s.flops(m) / t * 1e-9, weight_bytes(s, dtype) / t * 1e-9, lim.read_gbs,
-                    lim.bytes_s * 1e3, lim.flops_s * 1e3, lim.seconds() * 1e3, lim.bound(),
+                    s.flops(m) / t * 1e-9, weight_bytes(s, dtype) / t * 1e-9, lim.roof.read_gbs,
+                    lim.roof.bytes_s * 1e3, lim.roof.flops_s * 1e3,
+                    lim.kernel_gops > 0 ? fixed1(lim.kernel_gops).c_str() : "-",
+                    (2 * lim.phase_s + lim.call_s) * 1e6, lim.seconds() * 1e3, lim.bound(),
                     100.0 * lim.seconds() / t, fixed1(pt.others).c_str(), flags.c_str());
                 std::fflush(stdout);
             }
@@ -597,8 +665,12 @@ int run_ridge(bool quick, const std::vector<BenchDtype>& dtypes) {
     std::printf(
         "\nread = GB/s at which the weights can be read where they live (a buffer of their "
         "size read over and over: L2, L3 or DRAM; the DRAM probe's from 256 MiB); bytes_ms = "
-        "weight bytes / read; flops_ms = FLOPs (int8, block formats: OPs) / peak(dtype) "
-        "(block formats: the int8 peak); limit = the larger (bound: which); share = limit / "
+        "weight bytes / read; flops_ms = FLOPs (int8: OPs) / peak(dtype), block formats: OPs / "
+        "kern_GOP, the GOP/s of their own kernels on a cache-resident block (the faster of d 256, "
+        "f 1024 and d 512, f 2048, same M and T, its fixed cost taken off); fixed_us (glass, "
+        "cyber) = 2 empty pool "
+        "phases on T threads + the call of a d = f = 1 block at M tokens on one thread; "
+        "limit = the larger of bytes and flops, + fixed (bound: which); share = limit / "
         "ms/call; ms/call = median of batches of calls, +-%% = half their p10..p90 range; "
         "others, flags: as in --profile\n");
     std::printf("other processes' load: %s CPUs before, %s after\n", fixed1(load_before).c_str(),

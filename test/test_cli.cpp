@@ -522,6 +522,14 @@ TEST_CASE("bad files exit 2, name the file, and touch nothing") {
     const std::string full = test::safetensors_bytes(hf_layer(fx.block0, 0));
     test::write_file(d + "/cut.safetensors", full.substr(0, full.size() - 10));
     expect_failure(fx.run_args(d + "/cut.safetensors", fx.x_path), {d + "/cut.safetensors"});
+    // Files of other kinds given as weights are named, with what to do.
+    expect_failure(fx.run_args(fx.x_path, fx.x_path),
+                   {fx.x_path + ": a NumPy .npy array, not a checkpoint"});
+    std::string torch_zip("PK\x03\x04", 4);
+    torch_zip += std::string(22, '\0') + char(16) + std::string(3, '\0') + "archive/data.pkl";
+    test::write_file(d + "/pytorch_model.bin", torch_zip + std::string(64, '\0'));
+    expect_failure(fx.run_args(d + "/pytorch_model.bin", fx.x_path),
+                   {d + "/pytorch_model.bin: a PyTorch checkpoint", "safetensors.torch"});
     // Two blocks and no --layer: ambiguous.
     expect_failure(fx.run_args(fx.two, fx.x_path), {fx.two});
     std::vector<std::string> args = fx.run_args(fx.two, fx.x_path);

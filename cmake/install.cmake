@@ -15,8 +15,15 @@ install(FILES ${PROJECT_BINARY_DIR}/swigluConfig.cmake ${PROJECT_BINARY_DIR}/swi
   DESTINATION ${SWIGLU_CMAKE_DIR})
 
 # pkg-config: the prefix is fixed at install time (cmake --install --prefix
-# rewrites it through CMAKE_INSTALL_PREFIX).
+# rewrites it through CMAKE_INSTALL_PREFIX). Outside /usr (/usr/local, whose
+# lib/ the loader knows only after ldconfig; /opt/swiglu, which it never
+# knows) Libs also puts libdir in the consumer's run path, so that a program
+# built with `pkg-config --libs swiglu` runs without LD_LIBRARY_PATH.
 install(CODE "
+  set(SWIGLU_PC_RPATH \"-Wl,-rpath,\\\${libdir} \")
+  if(\"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"/usr\" OR \"\${CMAKE_INSTALL_PREFIX}\" STREQUAL \"/usr/\")
+    set(SWIGLU_PC_RPATH \"\")
+  endif()
   set(CMAKE_INSTALL_PREFIX \"\${CMAKE_INSTALL_PREFIX}\")
   set(CMAKE_INSTALL_LIBDIR \"${CMAKE_INSTALL_LIBDIR}\")
   set(CMAKE_INSTALL_INCLUDEDIR \"${CMAKE_INSTALL_INCLUDEDIR}\")

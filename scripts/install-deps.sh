@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages swiglu builds on, plus any named as
-# arguments, only those missing. Run as root (or with sudo) on a fresh machine.
+# arguments, only those missing (with nothing missing it runs no apt at all:
+# the second of the README's commands installs nothing the first did). Run
+# as root (or with sudo) on a fresh machine.
 # Installs with --no-install-recommends, so every package a step needs is
 # named here, not left to a recommendation that a development machine happens
 # to have (.ci/run proves the list in a fresh Debian 12 minbase system):
@@ -36,5 +38,22 @@ echo "installing: ${missing[*]}"
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
 export DEBIAN_FRONTEND=noninteractive
-"${as_root[@]}" apt-get update -qq
-"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Another apt (unattended-upgrades on a new machine, a second terminal) may
+# hold the locks: wait for it, up to 10 minutes, instead of failing at once.
+# DPkg::Lock::Timeout (apt >= 1.9.11; Debian 12 has 2.6) waits for dpkg's
+# lock; apt-get update takes the lists' lock, which it does not cover, so
+# update is retried while that one is held.
+lock_wait=${SWIGLU_APT_LOCK_WAIT:-600}
+apt=("${as_root[@]}" apt-get -o "DPkg::Lock::Timeout=$lock_wait")
+waited=0
+while ! errors=$("${apt[@]}" update -qq 2>&1 >/dev/null); do
+  if ! grep -q "Could not get lock" <<<"$errors" || [ "$waited" -ge "$lock_wait" ]; then
+    echo "$errors" >&2
+    exit 1
+  fi
+  [ "$waited" -gt 0 ] || echo "another apt holds the package lists' lock: waiting (up to $lock_wait s)"
+  sleep 5
+  waited=$((waited + 5))
+done
+[ -z "$errors" ] || echo "$errors" >&2  # warnings of a successful update
+"${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}"

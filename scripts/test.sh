@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The test command: installs what is missing, builds, runs every test.
+# The test command: installs what is missing, builds, runs every test, and
+# says where the binaries are (SWIGLU_INSTALL_PREFIX=DIR: installs them there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # PyTorch only for the tests of swiglu.torch (test/python/test_torch.py).
 bash scripts/install-deps.sh python3-torch
 bash scripts/build.sh
 ctest --test-dir build --output-on-failure -j1
+bash scripts/built.sh

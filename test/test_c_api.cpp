@@ -235,7 +235,9 @@ TEST_CASE("a checkpoint's block chosen by layer, expert or prefix") {
 
     swiglu_block_selector selector = SWIGLU_BLOCK_SELECTOR_ANY;
     selector.expert = 1;
-    for (const char* block : {(const char*)nullptr, "model.layers.4.block_sparse_moe.experts.1."}) {
+    // The block's prefix with or without its trailing '.'.
+    for (const char* block : {(const char*)nullptr, "model.layers.4.block_sparse_moe.experts.1.",
+                              "model.layers.4.block_sparse_moe.experts.1"}) {
         swiglu_block_selector s = selector;
         if (block) s = {-1, -1, block};
         swiglu_ffn* ffn = nullptr;

@@ -94,8 +94,10 @@ TEST_CASE("a multi-layer file needs a layer, and the layer picks the block") {
         CHECK(w.down == t::rounded(blocks[layer].down, "BF16"));
         check_forward(w, blocks[layer], path, selector);
     }
+    // The layers to choose from, and no list of tensors beside them.
     CHECK_LOAD_FAILS(path, (WeightSelector{5, ""}),
-                     "no SwiGLU block found in layer 5. Layers present: 0, 1, 2. tensors present");
+                     "no SwiGLU block found in layer 5. Layers present: 0, 1, 2.");
+    CHECK(!contains(load_error(path, WeightSelector{5, ""}), "tensors present"));
 }
 
 TEST_CASE("phi3-merged layers are selected the same way") {
@@ -143,6 +145,12 @@ TEST_CASE("a prefix selects the block in any scheme") {
         const LoadedWeights w = load_weights(path, selector);
         CHECK(w.scheme == c.scheme);
         CHECK(w.gate_name.compare(0, std::strlen(c.prefix), c.prefix) == 0);
+        // The module's name, without the trailing '.', names the same block.
+        const std::string module(c.prefix, std::strlen(c.prefix) - 1);
+        const LoadedWeights by_module = load_weights(path, {-1, module});
+        CHECK(by_module.gate_name == w.gate_name);
+        CHECK(by_module.down_name == w.down_name);
+        CHECK(by_module.gate == w.gate);
         CHECK(w.gate == t::rounded(c.block->gate, c.dtype));
         CHECK(w.up == t::rounded(c.block->up, c.dtype));
         CHECK(w.down == t::rounded(c.block->down, c.dtype));
@@ -150,12 +158,12 @@ TEST_CASE("a prefix selects the block in any scheme") {
     }
     CHECK_LOAD_FAILS(
         path, (WeightSelector{-1, "blocks.9."}),
-        "tried bare (missing \"blocks.9.gate_proj.weight\", \"blocks.9.up_proj.weight\", "
-        "\"blocks.9.down_proj.weight\"); phi3-merged (missing \"blocks.9.gate_up_proj.weight\", "
-        "\"blocks.9.down_proj.weight\"); cyberslm (missing \"blocks.9.gate_proj.weight\", "
-        "\"blocks.9.val_proj.weight\", \"blocks.9.out_proj.weight\"); cyberslm without .weight "
-        "(missing \"blocks.9.gate_proj\"");
-    CHECK_LOAD_FAILS(path, (WeightSelector{-1, "blocks.9."}), "glassllm (missing \"blocks.9.W1\"");
+        "no SwiGLU block at \"blocks.9.\": tried bare, phi3-merged, cyberslm, cyberslm without "
+        ".weight, glassllm, meta, gguf, gguf-expert (no tensor of theirs at \"blocks.9.\", e.g. "
+        "\"blocks.9.gate_proj.weight\"). Blocks present: \"blocks.0.ffn.\", \"blocks.1.ffn.\", "
+        "\"blocks.2.ffn.\", \"encoder.\", \"model.layers.3.mlp.\".");
+    // Without the trailing '.', a failure is told at the prefix with it.
+    CHECK_LOAD_FAILS(path, (WeightSelector{-1, "blocks.9"}), "no SwiGLU block at \"blocks.9.\"");
     CHECK_LOAD_FAILS(path, (WeightSelector{3, "blocks.0.ffn."}),
                      "give a layer (3) or a prefix (\"blocks.0.ffn.\"), not both");
 }
@@ -221,25 +229,38 @@ TEST_CASE("errors: a weight missing") {
                      "\"model.layers.0.mlp.up_proj.weight\" [13, 7] F32");
 }
 
-TEST_CASE("errors: no block at all lists the tensors present, first 20") {
+TEST_CASE("errors: no block at all lists the tensors present, first 8") {
     std::vector<TensorSpec> tensors;
     for (int i = 0; i < 25; ++i) tensors.push_back({"t" + std::to_string(i), "F32", {1}, {1.0f}});
     const std::string path = write(tensors);
-    CHECK_LOAD_FAILS(
-        path, WeightSelector{},
-        "no SwiGLU block found: tried bare (missing \"gate_proj.weight\", \"up_proj.weight\", "
-        "\"down_proj.weight\"); phi3-merged (missing \"gate_up_proj.weight\", "
-        "\"down_proj.weight\"); cyberslm (missing \"gate_proj.weight\", \"val_proj.weight\", "
-        "\"out_proj.weight\"); cyberslm without .weight (missing \"gate_proj\", \"val_proj\", "
-        "\"out_proj\"); glassllm (missing \"W1\", \"W3\", \"W2\"); meta (missing "
-        "\"w1.weight\", \"w3.weight\", \"w2.weight\"); gguf (missing \"ffn_gate.weight\", "
-        "\"ffn_up.weight\", \"ffn_down.weight\"); gguf-expert (missing "
-        "\"ffn_gate_exps.weight\", \"ffn_up_exps.weight\", \"ffn_down_exps.weight\"). tensors "
-        "present (25): \"t0\" [1] F32");
+    CHECK_LOAD_FAILS(path, WeightSelector{},
+                     "no SwiGLU block found: tried bare, phi3-merged, cyberslm, cyberslm without "
+                     ".weight, glassllm, meta, gguf, gguf-expert (no tensor of theirs at the top "
+                     "level, e.g. \"gate_proj.weight\"). tensors present (25): \"t0\" [1] F32");
     const std::string message = load_error(path);
-    CHECK(contains(message, "\"t19\" [1] F32, ..."));
-    CHECK(!contains(message, "\"t20\""));
+    CHECK(contains(message, "\"t7\" [1] F32, ... and 17 more"));
+    CHECK(!contains(message, "\"t8\""));
+    CHECK(message.size() < 400);
     CHECK_LOAD_FAILS(write({}), WeightSelector{}, "tensors present (0): none");
+}
+
+TEST_CASE("errors: a prefix with no block lists the tensors nearest it, and a few") {
+    // 80 layers of attention, no SwiGLU block: the message lists the
+    // tensors that share most of the prefix, then counts the rest.
+    std::vector<TensorSpec> tensors;
+    for (int i = 0; i < 80; ++i)
+        for (const char* name : {"q_proj.weight", "k_proj.weight"})
+            tensors.push_back(
+                {"model.layers." + std::to_string(i) + ".self_attn." + name, "F32", {1}, {1.0f}});
+    const std::string path = write(tensors);
+    const std::string message = load_error(path, WeightSelector{-1, "model.layers.41.mlp"});
+    CHECK(contains(message, "no SwiGLU block at \"model.layers.41.mlp.\""));
+    CHECK(contains(message,
+                   "tensors present (160), nearest \"model.layers.41.mlp.\" first: "
+                   "\"model.layers.41.self_attn.q_proj.weight\" [1] F32, "
+                   "\"model.layers.41.self_attn.k_proj.weight\" [1] F32, "));
+    CHECK(contains(message, "... and 152 more"));
+    CHECK(message.size() < 900);
 }
 
 TEST_CASE("errors: shapes that disagree") {

@@ -198,6 +198,17 @@ TEST_CASE("--dtype runs the same block in bf16 and int8, and is the library's bl
     const Result r = swiglu_cli(bad);
     CHECK(r.status == 2);
     CHECK(r.err.find("--dtype") != std::string::npos);
+    // A name that is no dtype, or a number (an enum's value is no name),
+    // is refused on one line that lists the names, not CLI11's check text.
+    for (const char* value : {"fp16", "3", "0"}) {
+        std::vector<std::string> args = fx.run_args(fx.one, fx.x_path);
+        args.insert(args.end(), {"--dtype", value});
+        expect_failure(args, {"--dtype: unknown dtype '" + std::string(value) +
+                              "': use stored, f32, bf16, int8, q8_0, q4_0"});
+        const Result refused = swiglu_cli(args);
+        CHECK(refused.err.find("FAILED") == std::string::npos);
+        CHECK(refused.err.find("->") == std::string::npos);
+    }
 }
 
 TEST_CASE("--layer and --prefix pick a block from a multi-layer checkpoint") {
@@ -209,12 +220,21 @@ TEST_CASE("--layer and --prefix pick a block from a multi-layer checkpoint") {
     REQUIRE(r.status == 0);
     check_output(fx.y_path, fx.x, {5, kD}, fx.block1);
 
+    // The prefix with or without its trailing '.' (the module's name).
+    for (const char* prefix : {"model.layers.0.mlp.", "model.layers.0.mlp"}) {
+        args = fx.run_args(fx.two, fx.x_path);
+        args.insert(args.end(), {"--prefix", prefix});
+        r = swiglu_cli(args);
+        INFO(prefix << ": " << r.err);
+        REQUIRE(r.status == 0);
+        check_output(fx.y_path, fx.x, {5, kD}, fx.block0);
+    }
     args = fx.run_args(fx.two, fx.x_path);
-    args.insert(args.end(), {"--prefix", "model.layers.0.mlp."});
+    args.insert(args.end(), {"--block", "model.layers.1.mlp"});
     r = swiglu_cli(args);
     INFO(r.err);
     REQUIRE(r.status == 0);
-    check_output(fx.y_path, fx.x, {5, kD}, fx.block0);
+    check_output(fx.y_path, fx.x, {5, kD}, fx.block1);
 }
 
 TEST_CASE("info lists every block; --layer and --expert choose a Mixtral expert") {
@@ -502,6 +522,14 @@ TEST_CASE("bad files exit 2, name the file, and touch nothing") {
     const std::string full = test::safetensors_bytes(hf_layer(fx.block0, 0));
     test::write_file(d + "/cut.safetensors", full.substr(0, full.size() - 10));
     expect_failure(fx.run_args(d + "/cut.safetensors", fx.x_path), {d + "/cut.safetensors"});
+    // Files of other kinds given as weights are named, with what to do.
+    expect_failure(fx.run_args(fx.x_path, fx.x_path),
+                   {fx.x_path + ": a NumPy .npy array, not a checkpoint"});
+    std::string torch_zip("PK\x03\x04", 4);
+    torch_zip += std::string(22, '\0') + char(16) + std::string(3, '\0') + "archive/data.pkl";
+    test::write_file(d + "/pytorch_model.bin", torch_zip + std::string(64, '\0'));
+    expect_failure(fx.run_args(d + "/pytorch_model.bin", fx.x_path),
+                   {d + "/pytorch_model.bin: a PyTorch checkpoint", "safetensors.torch"});
     // Two blocks and no --layer: ambiguous.
     expect_failure(fx.run_args(fx.two, fx.x_path), {fx.two});
     std::vector<std::string> args = fx.run_args(fx.two, fx.x_path);

@@ -538,6 +538,76 @@ TEST_CASE("rejects: paths that are not readable safetensors files") {
                          doctest::Contains("bad.safetensors: header is not valid JSON"), Error);
 }
 
+// A zip archive's first local file header, naming `entry` (stored, empty).
+std::string zip_head(const std::string& entry) {
+    std::string h("PK\x03\x04", 4);
+    h += std::string(22, '\0');  // version, flags, method, time, date, crc, sizes
+    h += char(entry.size() & 0xff);
+    h += char(entry.size() >> 8);
+    h += std::string(2, '\0');  // no extra field
+    return h + entry + std::string(64, '\0');
+}
+
+TEST_CASE("rejects: files of other kinds are named, with what to do") {
+    // Each of these, read as safetensors, has an absurd header length
+    // (0x0403..., 'NUMPY' as a number): the message names the kind instead.
+    const std::string dir = t::temp_dir();
+    struct Case {
+        std::string name, bytes;
+        std::vector<std::string> needles;
+    };
+    const Case cases[] = {
+        {"pytorch_model.bin",
+         zip_head("archive/data.pkl"),
+         {"pytorch_model.bin: a PyTorch checkpoint (torch.save's zip archive",
+          "from safetensors.torch import save_file; save_file(torch.load(\"" + dir +
+              "/pytorch_model.bin\", map_location=\"cpu\"), \"model.safetensors\")"}},
+        {"legacy.bin",
+         std::string("\x80\x02\x8a\x0a", 4) + std::string(28, '\x01'),
+         {"legacy.bin: a Python pickle (a PyTorch checkpoint in torch.save's legacy format)",
+          "safetensors.torch import save_file"}},
+        {"w.npz",
+         zip_head("gate.npy"),
+         {"w.npz: a NumPy .npz archive, not safetensors",
+          "from safetensors.numpy import save_file; save_file(dict(numpy.load(\"" + dir +
+              "/w.npz\")), \"model.safetensors\")"}},
+        {"w.npy",
+         std::string("\x93NUMPY\x01\x00v\x00{'descr': '<f4'", 26),
+         {"w.npy: a NumPy .npy array, not a checkpoint", "safetensors or GGUF"}},
+        {"x.zip", zip_head("readme.txt"), {"x.zip: a zip archive, not safetensors or GGUF"}},
+        {"lfs.safetensors",
+         "version https://git-lfs.github.com/spec/v1\noid sha256:00\nsize 9\n",
+         {"a Git LFS pointer, not the weights", "git lfs pull"}},
+        {"k.h5",
+         std::string("\x89HDF\r\n\x1a\n", 8) + std::string(32, '\0'),
+         {"k.h5: an HDF5 file"}},
+    };
+    for (const Case& c : cases) {
+        CAPTURE(c.name);
+        t::write_file(dir + "/" + c.name, c.bytes);
+        std::string message;
+        try {
+            SafetensorsFile::open(dir + "/" + c.name);
+        } catch (const Error& e) {
+            message = e.what();
+            CHECK(e.status() == Status::invalid_argument);
+        }
+        INFO(message);
+        for (const std::string& needle : c.needles) CHECK(contains(message, needle));
+        CHECK(!contains(message, "header length"));
+    }
+    // From memory too (a GGUF's bytes, which a path would have opened as GGUF).
+    CHECK_REJECTED(std::string("GGUF\x03\0\0\0", 8) + std::string(24, '\0'),
+                   "a GGUF file, not safetensors");
+    // A safetensors file whose 8-byte length happens to spell a magic's
+    // start (640 = 0x0280: a pickle's PROTO 2) is read as safetensors: the
+    // kinds are sniffed only where the bytes cannot be one.
+    const std::string padded = "{}" + std::string(638, ' ');
+    const std::string pickle_like = t::safetensors_raw(640, padded, "");
+    REQUIRE(pickle_like.compare(0, 2, "\x80\x02") == 0);
+    CHECK(SafetensorsFile::from_memory(pickle_like.data(), pickle_like.size()).tensors().empty());
+}
+
 TEST_CASE("hostile names stay printable in messages") {
     const std::string header = "{" + entry("bad\\u0001name", "F32", "[1]", "[0,8]") + "}";
     CHECK_REJECTED(raw(header, std::string(8, '\0')), "tensor \"bad\\u0001name\"");

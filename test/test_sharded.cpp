@@ -102,8 +102,15 @@ TEST_CASE("the index or its folder: each layer loads, mapping only its shards") 
     CHECK(found[2].d == kD);
     CHECK_LOAD_FAILS(m.index_path, WeightSelector{}, "holds 3 layers");
     CHECK_LOAD_FAILS(m.index_path, (WeightSelector{7, "", -1}),
-                     "tensors present (10, in 3 shards): \"model.embed_tokens.weight\", "
-                     "\"model.layers.0.mlp.down_proj.weight\"");
+                     "no SwiGLU block found in layer 7. Layers present: 0, 1, 2.");
+    // Messages list a sharded checkpoint's tensors by name, without mapping
+    // a shard for their shapes.
+    CHECK(detail::CheckpointFiles::open(m.index_path).tensors_text() ==
+          "tensors present (10, in 3 shards): \"model.embed_tokens.weight\", "
+          "\"model.layers.0.mlp.down_proj.weight\", \"model.layers.0.mlp.gate_proj.weight\", "
+          "\"model.layers.0.mlp.up_proj.weight\", \"model.layers.1.mlp.down_proj.weight\", "
+          "\"model.layers.1.mlp.gate_proj.weight\", \"model.layers.1.mlp.up_proj.weight\", "
+          "\"model.layers.2.mlp.down_proj.weight\", ... and 2 more");
 }
 
 TEST_CASE("a missing shard fails only the blocks it holds, naming it") {

@@ -20,7 +20,8 @@ namespace swiglu {
 // tells the blocks apart.
 struct WeightSelector {
     std::int64_t layer = -1;   // >= 0: model.layers.{layer}.mlp., layers.{layer}.feed_forward., ...
-    std::string prefix;        // non-empty: the block's prefix, e.g. "model.layers.3.mlp."
+    std::string prefix;        // non-empty: the block's prefix, "model.layers.3.mlp." or
+                               // "model.layers.3.mlp" (the '.' is added where needed)
     std::int64_t expert = -1;  // >= 0: a Mixture-of-Experts expert, ...experts.{expert}.
 };
 

@@ -90,7 +90,8 @@ SWIGLU_C_API swiglu_status swiglu_ffn_create_from_safetensors(const char* path, 
 /* Which block of a checkpoint: layer and expert >= 0 keep the blocks of that
  * layer and expert (the numbers after "layers."/"blocks."/"blk." and after
  * "experts." in the block's prefix), -1 keeps any; block (not NULL, not "")
- * names the block's prefix itself and excludes the other two. Start from
+ * names the block's prefix itself ("model.layers.3.mlp." or the module's name
+ * "model.layers.3.mlp") and excludes the other two. Start from
  * SWIGLU_BLOCK_SELECTOR_ANY: zero would mean layer 0, expert 0. */
 typedef struct swiglu_block_selector {
     int64_t layer;

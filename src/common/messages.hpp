@@ -2,6 +2,7 @@
 // one way and a shape reads the same in every message.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -23,6 +24,26 @@ inline std::string shape_text(const std::vector<std::int64_t>& shape) {
     std::string s = "[";
     for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
     return s + "]";
+}
+
+// "... and 12 more": the tail of a list a message cuts short.
+inline std::string more_text(std::size_t left) {
+    return "... and " + std::to_string(left) + " more";
+}
+
+// `names` with those that share the longest start with `near` first (the
+// given order among equals): a message that lists a few of many names lists
+// those nearest what was asked for.
+template <class Name>
+std::vector<Name> closest_first(std::vector<Name> names, std::string_view near) {
+    const auto shared = [near](std::string_view name) {
+        std::size_t n = 0;
+        while (n < name.size() && n < near.size() && name[n] == near[n]) ++n;
+        return n;
+    };
+    std::stable_sort(names.begin(), names.end(),
+                     [&shared](const Name& a, const Name& b) { return shared(a) > shared(b); });
+    return names;
 }
 
 // `text` on one line: control characters written as \n, \r, \t or \xHH.

@@ -1,10 +1,9 @@
 // Which block of a checkpoint a WeightSelector picks (io/checkpoint.cpp has
 // the loader around it). A prefix names the block exactly, in any scheme
-// (the families are tried at it in priority order, so any prefix works, not
-// only one that ends in '.'); otherwise the blocks found are kept whose
-// layer and expert match those asked for, and exactly one must remain. When
-// none or several do, the error says what the file holds and which selector
-// tells them apart.
+// (the families are tried at it in priority order, then at it + '.' when it
+// lacks one and nothing completes, so a module's name works); otherwise the blocks found are kept
+// whose layer and expert match those asked for, and exactly one must remain. When none or several
+// do, the error says what the file holds and which selector tells them apart.
 #include "io/block_selection.hpp"
 
 #include <set>
@@ -19,15 +18,18 @@ void fail(const CheckpointFiles& file, const std::string& what, Status status) {
 
 namespace {
 
-constexpr std::size_t kListed = 20;  // layers and blocks listed in a message
+// How many items a message lists before "... and N more": numbers are
+// short, names long (a message stays one readable line, a few hundred
+// bytes, whatever the file holds).
+constexpr std::size_t kListedNumbers = 20;
+constexpr std::size_t kListedNames = 6;
 
-// "a, b, c" of the first kListed, then ", ...".
-std::string listed(const std::vector<std::string>& items) {
+// "a, b, c" of the first `cap`, then ", ... and N more".
+std::string listed(const std::vector<std::string>& items, std::size_t cap = kListedNames,
+                   const char* separator = ", ") {
     std::string s;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i == kListed) return s + ", ...";
-        s += (i ? ", " : "") + items[i];
-    }
+    for (std::size_t i = 0; i < items.size() && i < cap; ++i) s += (i ? separator : "") + items[i];
+    if (items.size() > cap) s += separator + more_text(items.size() - cap);
     return s;
 }
 
@@ -37,17 +39,29 @@ std::string missing_text(const std::string& label, const std::vector<std::string
     return label + " (missing " + listed(quoted) + ")";
 }
 
-// Each family tried at `prefix`, with the names it lacks.
+// Each family tried at `prefix`: those with some of their names there, with
+// the names they lack; those with none, by label in one clause (listing
+// each one's three names would say nothing more, at great length).
 std::string tried_at(const CheckpointFiles& file, const std::string& prefix) {
-    std::string tried;
+    std::string tried, absent;
+    std::string example;  // the first family's gate name, to show what was looked for
     for (const Family& f : detail::block_families()) {
         std::vector<std::string> missing;
         for (const char* role : {f.gate, f.up, f.down})
             if (role && !file.has(prefix + role)) missing.push_back(prefix + role);
         const std::string label =
             std::string(f.label) == f.scheme ? detail::scheme_at(f, prefix) : f.label;
-        if (!missing.empty()) tried += (tried.empty() ? "" : "; ") + missing_text(label, missing);
+        if (missing.empty()) continue;
+        if (example.empty()) example = quote_name(prefix + f.gate);
+        if (missing.size() < (f.up ? 3u : 2u))
+            tried += (tried.empty() ? "" : "; ") + missing_text(label, missing);
+        else
+            absent += (absent.empty() ? "" : ", ") + label;
     }
+    if (!absent.empty())
+        tried += (tried.empty() ? "" : "; ") + absent + " (no tensor of theirs at " +
+                 (prefix.empty() ? "the top level" : quote_name(prefix)) + ", e.g. " + example +
+                 ")";
     return tried;
 }
 
@@ -57,12 +71,7 @@ std::string partial_text(const std::vector<const PartialBlock*>& partial, int mi
     std::vector<std::string> items;
     for (const PartialBlock* p : partial)
         if (p->present >= min_present) items.push_back(missing_text(p->label, p->missing));
-    std::string s;
-    for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i == kListed) return s + "; ...";
-        s += (i ? "; " : "") + items[i];
-    }
-    return s;
+    return listed(items, kListedNames, "; ");
 }
 
 std::vector<std::string> numbers(const std::set<std::int64_t>& values) {
@@ -122,7 +131,8 @@ std::string selection_text(const WeightSelector& s) {
         const std::string pattern = common_pattern(blocks);
         fail(file,
              "holds " + std::to_string(layers.size()) + " layers (" +
-                 (pattern.empty() ? "" : pattern + " with ") + "N = " + listed(numbers(layers)) +
+                 (pattern.empty() ? "" : pattern + " with ") +
+                 "N = " + listed(numbers(layers), kListedNumbers) +
                  "): choose one with the layer selector (--layer N)" +
                  (experts.empty() ? "" : ", and an expert with the expert selector (--expert E)"));
     }
@@ -133,7 +143,7 @@ std::string selection_text(const WeightSelector& s) {
         const std::string pattern = common_pattern(expert_blocks);
         fail(file, (where.empty() ? "holds " : where + " holds ") + std::to_string(experts.size()) +
                        " experts (" + (pattern.empty() ? "" : pattern + " with ") +
-                       "E = " + listed(numbers(experts)) + ")" +
+                       "E = " + listed(numbers(experts), kListedNumbers) + ")" +
                        (others.empty() ? "" : " and other blocks (" + listed(others) + ")") +
                        ": choose one with the expert selector (--expert E)" +
                        (others.empty() ? "" : " or the block selector (--block PREFIX)"));
@@ -145,34 +155,52 @@ std::string selection_text(const WeightSelector& s) {
                    "): choose one with the block selector (--block PREFIX)");
 }
 
-// The block `prefix` names, in the first family complete there.
-FoundBlock block_at(const CheckpointFiles& file, const std::string& prefix,
-                    const std::vector<FoundBlock>& found) {
+// The first family complete at `prefix`, or null.
+const Family* complete_at(const CheckpointFiles& file, const std::string& prefix) {
     for (const Family& f : detail::block_families()) {
         bool complete = true;
         for (const char* role : {f.gate, f.up, f.down})
             complete = complete && (!role || file.has(prefix + role));
-        if (!complete) continue;
-        if (f.stacked)
-            fail(file, quote_name(prefix) + " holds a layer's experts stacked (" + f.gate +
-                           " ...): choose one with the layer and expert selectors (--layer N "
-                           "--expert E)");
+        if (complete) return &f;
+    }
+    return nullptr;
+}
+
+// The block `prefix` names, in the first family complete there. A prefix
+// may leave out its trailing '.' (the module's name, "model.layers.1.mlp",
+// as PyTorch prints it): where nothing is complete at it as given, it is
+// taken with the '.', and a failure is told at that.
+FoundBlock block_at(const CheckpointFiles& file, const std::string& given,
+                    const std::vector<FoundBlock>& found) {
+    const Family* f = complete_at(file, given);
+    const std::string prefix = f || given.back() == '.' ? given : given + '.';
+    if (!f) f = complete_at(file, prefix);
+    if (f && f->stacked)
+        fail(file, quote_name(prefix) + " holds a layer's experts stacked (" + f->gate +
+                       " ...): choose one with the layer and expert selectors (--layer N "
+                       "--expert E)");
+    if (f) {
         FoundBlock b;
         b.prefix = prefix;
-        b.family = &f;
-        b.scheme = detail::scheme_at(f, prefix);
+        b.family = f;
+        b.scheme = detail::scheme_at(*f, prefix);
         b.layer = detail::layer_of(prefix);
         b.expert = detail::expert_of(prefix);
-        b.gate = prefix + f.gate;
-        if (f.up) b.up = prefix + f.up;
-        b.down = prefix + f.down;
+        b.gate = prefix + f->gate;
+        if (f->up) b.up = prefix + f->up;
+        b.down = prefix + f->down;
         return b;
     }
     std::vector<std::string> present;
-    for (const FoundBlock& b : found) present.push_back(quote_name(b.prefix));
-    fail(file, "no SwiGLU block found: tried " + tried_at(file, prefix) + ". " +
-                   (present.empty() ? "" : "Blocks present: " + listed(present) + ". ") +
-                   file.tensors_text());
+    for (const FoundBlock& b : found) present.push_back(b.prefix);
+    present = closest_first(std::move(present), prefix);
+    for (std::string& p : present) p = quote_name(p);
+    // The blocks there are are the choices; without any, the tensors nearest
+    // the prefix show how the file names things.
+    fail(file, "no SwiGLU block at " + quote_name(prefix) + ": tried " + tried_at(file, prefix) +
+                   ". " +
+                   (present.empty() ? file.tensors_text(prefix)
+                                    : "Blocks present: " + listed(present) + "."));
 }
 
 // The most experts a stacked tensor may hold, and blocks a file may expand
@@ -239,14 +267,18 @@ FoundBlock select_block(const CheckpointFiles& file, const WeightSelector& selec
         what += ": tried " + nearly;
     else if (selector.layer < 0 && selector.expert < 0)
         what += ": tried " + tried_at(file, "");
-    what += ". ";
-    if (!layers.empty()) what += "Layers present: " + listed(numbers(layers)) + ". ";
+    // What is there instead: the layers or blocks to choose from, else the
+    // tensors (the nearest few), which show the naming the file uses.
+    what += ".";
+    std::string choices;
+    if (!layers.empty())
+        choices += " Layers present: " + listed(numbers(layers), kListedNumbers) + ".";
     if (selector.expert >= 0 && !found.blocks.empty()) {
         std::vector<std::string> present;
         for (const FoundBlock* b : all) present.push_back(quote_name(b->prefix));
-        what += "Blocks present: " + listed(present) + ". ";
+        choices += " Blocks present: " + listed(present) + ".";
     }
-    fail(file, what + file.tensors_text());
+    fail(file, what + (choices.empty() ? " " + file.tensors_text() : choices));
 }
 
 }  // namespace swiglu::detail

@@ -21,7 +21,9 @@ using json = nlohmann::json;
 constexpr std::size_t kMaxIndexBytes = 100u * 1000 * 1000;
 // {"weight_map": {name: file}} nests 2 deep; metadata may add a level.
 constexpr int kMaxIndexNesting = 8;
-constexpr std::size_t kListedTensors = 20;
+// Tensors a message lists (with shapes, ~60 bytes each), nearest what was
+// asked for first; the rest are counted.
+constexpr std::size_t kListedTensors = 8;
 const char* const kIndexName = "model.safetensors.index.json";
 const char* const kSingleName = "model.safetensors";
 
@@ -209,17 +211,19 @@ std::optional<StoredTensor> CheckpointFiles::find(std::string_view name) const {
     return stored(*file, *info);
 }
 
-std::string CheckpointFiles::tensors_text() const {
+std::string CheckpointFiles::tensors_text(std::string_view near) const {
     std::string s = "tensors present (" + std::to_string(names_.size()) +
-                    (sharded_ ? ", in " + std::to_string(shards()) + " shards" : "") + "):";
-    if (names_.empty()) return s + " none";
-    for (std::size_t i = 0; i < names_.size() && i < kListedTensors; ++i) {
-        s += (i ? ", " : " ") + quote_name(names_[i]);
+                    (sharded_ ? ", in " + std::to_string(shards()) + " shards" : "") + ")";
+    if (names_.empty()) return s + ": none";
+    const std::vector<std::string_view> shown = closest_first(names_, near);
+    s += near.empty() ? ":" : ", nearest " + quote_name(near) + " first:";
+    for (std::size_t i = 0; i < shown.size() && i < kListedTensors; ++i) {
+        s += (i ? ", " : " ") + quote_name(shown[i]);
         if (sharded_) continue;
-        const StoredTensor t = *find(names_[i]);
+        const StoredTensor t = *find(shown[i]);
         s += " " + shape_text(t.shape) + " " + t.type_name;
     }
-    if (names_.size() > kListedTensors) s += ", ...";
+    if (shown.size() > kListedTensors) s += ", " + more_text(shown.size() - kListedTensors);
     return s;
 }
 

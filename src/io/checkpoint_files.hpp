@@ -67,8 +67,9 @@ public:
     std::optional<StoredTensor> find(std::string_view name) const;
     std::vector<float> to_f32(const StoredTensor& t) const { return decode_to_f32(t, label_); }
     // "tensors present (N): ..." for messages: names, shapes and types of
-    // the first 20 (a sharded checkpoint's: names, without mapping shards).
-    std::string tensors_text() const;
+    // a few (a sharded checkpoint's: names, without mapping shards), those
+    // nearest `near` (what was asked for) first, the rest counted.
+    std::string tensors_text(std::string_view near = {}) const;
     std::size_t shards() const { return shard_names_.size(); }
     std::size_t shards_mapped() const;
 

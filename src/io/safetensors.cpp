@@ -15,6 +15,7 @@
 #include "common/mapped_file.hpp"
 #include "common/messages.hpp"
 #include "formats/format_table.hpp"
+#include "io/file_kinds.hpp"
 #include "io/strict_json.hpp"
 
 // Tensor bytes are little-endian; we memcpy them straight into host values.
@@ -303,6 +304,14 @@ SafetensorsFile SafetensorsFile::from_memory(const void* data, std::size_t size,
 
 void SafetensorsFile::parse() {
     const Reporter r{label_};
+    // A file that does not start as safetensors does (a length that fits,
+    // then '{') and starts as a file of a known kind: say what it is, not
+    // what its first 8 bytes mean as a header length.
+    const std::uint64_t length = size_ >= 8 ? read_u64_le(bytes_) : 0;
+    const bool plausible = size_ > 8 && length > 0 && length <= size_ - 8 && bytes_[8] == '{';
+    if (!plausible)
+        if (const std::optional<std::string> kind = foreign_file_text(bytes_, size_, label_))
+            r.fail(*kind);
     if (size_ < 8)
         r.fail("file is " + std::to_string(size_) +
                " bytes, shorter than the 8-byte header length that starts a safetensors file");

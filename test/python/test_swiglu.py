@@ -142,6 +142,9 @@ def test_load_a_checkpoint(tmp_path):
         np.testing.assert_array_equal(ffn(x), swiglu.Ffn(*blocks[layer], threads=1)(x))
     ffn = swiglu.load(str(path), block="model.layers.1.mlp.", dtype="bf16")
     assert ffn.implementation["dtype"] == "bf16"
+    # The module's name, as PyTorch prints it (no trailing '.'), names it too.
+    np.testing.assert_array_equal(swiglu.load(path, block="model.layers.1.mlp", threads=1)(x),
+                                  swiglu.Ffn(*blocks[1], threads=1)(x))
     with pytest.raises(swiglu.Error, match="holds 2 layers") as e:
         swiglu.load(path)
     assert e.value.status == "invalid_argument"

@@ -558,8 +558,9 @@ def load(path, layer=None, block=None, expert=None, dtype="f32", threads=0, down
     the GGUF metadata, docs/moe.md).
 
     layer, expert: choose among several (model.layers.N..., ...experts.E.);
-    block: the block's prefix, e.g. "model.layers.3.mlp.". See docs/checkpoints.md's
-    table of schemes; errors say what the file holds.
+    block: the block's prefix, e.g. "model.layers.3.mlp." (or the module's
+    name, without the '.'). See docs/checkpoints.md's table of schemes;
+    errors say what the file holds.
     dtype: "stored" (each weight in the format the file stores it where a
     block runs that format, packed from its blocks unchanged: a Q4_K_M
     file's Q4_K gate/up and Q6_K down; f32, or down_dtype for down, for the

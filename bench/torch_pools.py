@@ -45,21 +45,11 @@ CASES = ("ours alone", "torch alone", "ours after torch", "torch after ours")
 
 
 def child(rounds, calls):
+    # Here, not at the top: the parent process never loads torch's pools.
     import torch
-    import torch.nn.functional as F
-    from torch import nn
+    from python_vs_torch import SwiGLUFeedForward  # the seed's module, beside this file
 
     from swiglu.torch import SwiGLU
-
-    class SwiGLUFeedForward(nn.Module):
-        def __init__(self, d, f):
-            super().__init__()
-            self.gate_proj = nn.Linear(d, f, bias=False)
-            self.val_proj = nn.Linear(d, f, bias=False)
-            self.out_proj = nn.Linear(f, d, bias=False)
-
-        def forward(self, x):
-            return self.out_proj(F.silu(self.gate_proj(x)) * self.val_proj(x))
 
     torch.manual_seed(0)
     seed = SwiGLUFeedForward(384, 1024)

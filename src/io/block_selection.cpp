@@ -107,7 +107,10 @@ std::string selection_text(const WeightSelector& s) {
     return text;
 }
 
-// Several blocks remain: what tells them apart.
+// Several blocks remain: what tells them apart. Selectors are named as the
+// CLI spells them ("--layer N", "--expert E", "--block PREFIX", "--layer N
+// --expert E"); the Python module rewords exactly these (module.cpp's
+// in_python_words): a new spelling goes in both.
 [[noreturn]] void ambiguous(const CheckpointFiles& file,
                             const std::vector<const FoundBlock*>& blocks,
                             const WeightSelector& selector) {

@@ -236,7 +236,7 @@ void Resolver::read_config() {
                 fail("holds " + experts_text() +
                      "; its routing rule comes from the model's config.json: " + one_line(path) +
                      " not found. Put the model's config.json beside the weights, or choose one "
-                     "expert with the expert selector (--expert E)");
+                     "expert with the expert selector (--expert E)");  // Python rewords: module.cpp
             config_ = hf_moe_config(path);
         }
     } catch (const Error& e) {

@@ -17,6 +17,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <swiglu/checkpoint.hpp>
@@ -41,6 +42,34 @@ const char* status_name(swiglu::Status s) {
         case swiglu::Status::internal: return "internal";
     }
     return "internal";
+}
+
+// The checkpoint loader's messages name its selectors as the CLI spells
+// them (src/io/block_selection.cpp, moe_resolution.cpp: "choose one with the
+// layer selector (--layer N)"); swiglu.load's callers pass layer=, expert=
+// and block=, so its errors say those.
+std::string in_python_words(std::string message) {
+    static const std::pair<const char*, const char*> kWords[] = {
+        {"--layer N --expert E", "layer=N, expert=E"},
+        {"--layer N", "layer=N"},
+        {"--expert E", "expert=E"},
+        {"--block PREFIX", "block=PREFIX"},
+    };
+    for (const auto& [cli, python] : kWords)
+        for (std::size_t at = message.find(cli); at != std::string::npos;
+             at = message.find(cli, at + std::char_traits<char>::length(python)))
+            message.replace(at, std::char_traits<char>::length(cli), python);
+    return message;
+}
+
+// load(): the library's call, its swiglu::Error reworded for Python.
+template <class F>
+auto loading(F&& load) -> decltype(load()) {
+    try {
+        return load();
+    } catch (const swiglu::Error& e) {
+        throw swiglu::Error(e.status(), in_python_words(e.what()));
+    }
 }
 
 swiglu::Dtype dtype_of(const std::string& name) {
@@ -247,6 +276,7 @@ PYBIND11_MODULE(_swiglu, m) {
     });
 
     m.def("version", [] { return std::string(swiglu::version()); });
+    m.attr("__version__") = std::string(swiglu::version());
     m.def("cpu_features", &swiglu::cpu_features);
     // Every dtype's name, in the library's order (the format table's).
     m.def("_dtypes", [] {
@@ -273,8 +303,10 @@ PYBIND11_MODULE(_swiglu, m) {
                const std::optional<std::string>& down_dtype) {
                 const swiglu::Options options = options_of(dtype, down_dtype, threads, true);
                 py::gil_scoped_release unlocked;  // reading and packing take a while
-                return swiglu::load_ffn(path, swiglu::WeightSelector{layer, block, expert},
-                                        options);
+                return loading([&] {
+                    return swiglu::load_ffn(path, swiglu::WeightSelector{layer, block, expert},
+                                            options);
+                });
             },
             py::arg("path"), py::arg("layer"), py::arg("block"), py::arg("expert"),
             py::arg("dtype"), py::arg("threads"), py::arg("down_dtype") = py::none())
@@ -457,11 +489,16 @@ PYBIND11_MODULE(_swiglu, m) {
                const std::optional<std::string>& down_dtype) {
                 const swiglu::Options options = options_of(dtype, down_dtype, threads, true);
                 py::gil_scoped_release unlocked;  // reading and packing take a while
-                return swiglu::load_moe_layer(path, layer, options);
+                return loading([&] { return swiglu::load_moe_layer(path, layer, options); });
             },
             py::arg("path"), py::arg("layer"), py::arg("dtype"), py::arg("threads"),
             py::arg("down_dtype") = py::none())
-        .def_static("is_moe_layer", &swiglu::is_moe_layer, py::arg("path"), py::arg("layer"))
+        .def_static(
+            "is_moe_layer",
+            [](const std::string& path, std::int64_t layer) {
+                return loading([&] { return swiglu::is_moe_layer(path, layer); });
+            },
+            py::arg("path"), py::arg("layer"))
         .def(py::init([](const AnyArray& router, const AnyArray& gate, const AnyArray& up,
                          const AnyArray& down, const std::string& layout, const std::string& dtype,
                          int threads, const std::optional<std::string>& down_dtype, std::int64_t k,

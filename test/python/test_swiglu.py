@@ -13,6 +13,11 @@ import swiglu
 from reference import concurrent_results, random_block, reference, relative_error, tolerance
 
 
+def test_version_is_the_librarys():
+    assert swiglu.__version__ == swiglu.version()
+    assert swiglu.__version__.count(".") == 2  # "major.minor.patch", as CMake's project()
+
+
 def test_the_seeds_known_values():
     # glassllm: W1 (gate), W3 (up), W2 (down) stored (in, out); d = 1, f = 3.
     w1 = np.array([[-1.0, 0.0, 1.0]], np.float32)
@@ -150,6 +155,39 @@ def test_load_a_checkpoint(tmp_path):
     assert e.value.status == "invalid_argument"
     with pytest.raises(swiglu.Error, match="cannot open"):
         swiglu.load(tmp_path / "missing.safetensors")
+
+
+def test_load_errors_name_pythons_arguments(tmp_path):
+    """The loader's errors say which selector tells blocks apart: in
+    Python's words (layer=, expert=, block=), never the CLI's --flags."""
+    d, f = 8, 12
+    g, u, dn = random_block(d, f)
+
+    def expect(path, words, **selector):
+        with pytest.raises(swiglu.Error) as e:
+            swiglu.load(path, **selector)
+        message = str(e.value)
+        assert all(w in message for w in words) and "--" not in message, message
+
+    layers = tmp_path / "layers.safetensors"
+    write_safetensors(layers, {"model.layers.%d.mlp.%s_proj.weight" % (n, r): w
+                               for n in (0, 1) for r, w in zip(("gate", "up", "down"), (g, u, dn))})
+    expect(layers, ["holds 2 layers", "(layer=N)"])
+    blocks = tmp_path / "blocks.safetensors"
+    write_safetensors(blocks, {"%s.%s_proj.weight" % (b, r): w for b in ("a", "b")
+                               for r, w in zip(("gate", "up", "down"), (g, u, dn))})
+    expect(blocks, ["holds 2 SwiGLU blocks", "(block=PREFIX)"])
+    experts = tmp_path / "experts.safetensors"  # no config.json beside it
+    moe = "model.layers.0.block_sparse_moe."
+    write_safetensors(experts, {moe + "gate.weight": np.ones((2, d), np.float32),
+                                **{moe + "experts.%d.%s.weight" % (e, r): w for e in (0, 1)
+                                   for r, w in zip(("w1", "w3", "w2"), (g, u, dn))}})
+    expect(experts, ["config.json", "(expert=E)"], layer=0)
+    expect(experts, ["holds 2 experts", "(expert=E)"], block="")
+    stacked = tmp_path / "stacked.gguf"  # 2 experts stacked in each tensor
+    write_gguf(stacked, [("blk.0.ffn_%s_exps.weight" % r, ne + [2], 0, bytes(4 * d * f * 2))
+                         for r, ne in (("gate", [d, f]), ("up", [d, f]), ("down", [f, d]))])
+    expect(stacked, ["stacked", "(layer=N, expert=E)"], block="blk.0.")
 
 
 def write_gguf(path, tensors):

@@ -146,6 +146,24 @@ def test_shared_modules_stay_shared():
     assert model[0] is model[2] and isinstance(model[0], SwiGLU)
 
 
+def test_default_threads_follow_torch_set_num_threads():
+    """threads=0 (the default) is torch's count when the block is built, as
+    torch.set_num_threads sets it; a count given is the block's own."""
+    saved = torch.get_num_threads()
+    try:
+        for n in (1, 2):
+            torch.set_num_threads(n)
+            block = SwiGLU.from_module(LlamaMLP(8, 16))
+            assert block.ffn.implementation["threads"] == n and "threads=%d" % n in repr(block)
+            model = nn.Sequential(LlamaMLP(8, 16))
+            replace_mlps(model)
+            assert model[0].ffn.threads == n
+        torch.set_num_threads(1)
+        assert SwiGLU.from_module(LlamaMLP(8, 16), threads=2).ffn.threads == 2
+    finally:
+        torch.set_num_threads(saved)
+
+
 def test_modules_swiglu_cannot_run_are_refused_and_nothing_changes():
     biased = nn.Sequential(LlamaMLP(8, 16), LlamaMLP(8, 16, bias=True))
     with pytest.raises(ValueError, match=r"LlamaMLP\.gate_proj has a bias"):

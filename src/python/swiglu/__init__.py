@@ -20,7 +20,8 @@ import sys as _sys
 
 import numpy as _np
 
-from ._swiglu import Error, _Experts, _Ffn, _MoeLayer, _dtypes, _route, cpu_features, version
+from ._swiglu import (Error, _Experts, _Ffn, _MoeLayer, _dtypes, _route, __version__,
+                      cpu_features, version)
 
 __all__ = ["Ffn", "Error", "load", "version", "cpu_features", "dtypes", "route", "Experts",
            "MoeLayer"]

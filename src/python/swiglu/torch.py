@@ -64,6 +64,14 @@ def _is_silu(act):
         return False
 
 
+def _threads(threads):
+    """The thread count a block built with `threads` runs on: 0 (the
+    default) follows torch.get_num_threads() at the time the block is built,
+    so torch.set_num_threads (or OMP_NUM_THREADS) sizes torch's ops and
+    swiglu's blocks alike; any other count is the block's own."""
+    return int(threads) or torch.get_num_threads()
+
+
 class _Block(torch.autograd.Function):
     """y = block(x) with dx = dL/dx from swiglu's backward; gate and up of
     the forward are kept for it (2 * tokens * f floats)."""
@@ -100,7 +108,7 @@ class SwiGLU(nn.Module):
     def __init__(self, w_gate, w_up, w_down, dtype="f32", threads=0):
         super().__init__()
         self.ffn = Ffn(_numpy(w_gate), _numpy(w_up), _numpy(w_down), layout="out_in",
-                       dtype=dtype, threads=threads)
+                       dtype=dtype, threads=_threads(threads))
 
     @classmethod
     def from_module(cls, module, dtype=None, threads=0):

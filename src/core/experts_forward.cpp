@@ -28,17 +28,7 @@ void reserve(AlignedBuffer<T>& buffer, std::size_t count) {
 
 void ExpertsImpl::forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
                           const float* weights, std::int64_t k) const {
-    for (Slot& slot : slots_) {
-        if (slot.busy.exchange(true, std::memory_order_acquire)) continue;
-        struct Release {
-            Slot& slot;
-            ~Release() { slot.busy.store(false, std::memory_order_release); }
-        } release{slot};
-        run(slot.scratch, x, y, tokens, ids, weights, k);
-        return;
-    }
-    Scratch own;
-    run(own, x, y, tokens, ids, weights, k);
+    slots_.lease([&](Scratch& s) { run(s, x, y, tokens, ids, weights, k); });
 }
 
 void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,

@@ -4,8 +4,6 @@
 // it: experts.cpp; the forward itself: experts_forward.cpp.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -13,6 +11,7 @@
 #include <swiglu/moe.hpp>
 
 #include "common/aligned_buffer.hpp"
+#include "core/leased_slots.hpp"
 #include "core/shared_pool.hpp"
 
 namespace swiglu::detail {
@@ -48,20 +47,14 @@ private:
         AlignedBuffer<std::int64_t> next;    // E: the sort's cursors
         AlignedBuffer<std::int64_t> order;   // the chosen experts, most rows first
     };
-    // Concurrent calls each lease a slot (a busy flag per slot, as FfnImpl
-    // leases its workspaces): they never share scratch and never wait on
-    // each other. A call that finds every slot busy pays for its own.
-    static constexpr int kSlots = 8;
-    struct Slot {
-        std::atomic<bool> busy{false};
-        Scratch scratch;
-    };
+    // Concurrent calls each lease a slot (core/leased_slots.hpp): they never
+    // share scratch and never wait on each other.
     void run(Scratch& scratch, const float* x, float* y, std::int64_t tokens,
              const std::int32_t* ids, const float* weights, std::int64_t k) const;
     // Runs each chosen expert over its rows (in place in `rows`).
     void run_experts(Scratch& s, float* rows, std::int64_t slots) const;
 
-    mutable std::array<Slot, kSlots> slots_;
+    LeasedSlots<Scratch, 8> slots_;
 };
 
 }  // namespace swiglu::detail

@@ -23,6 +23,9 @@ public:
 
     // Arguments already checked (experts.cpp): tokens >= 1, k >= 1, every id
     // in [0, E), every weight finite, y is x or apart from x, ids, weights.
+    // For a part of a layer (MoeLayer::part) only, an id < 0 is a term held
+    // elsewhere: left out (a token with none gets 0). With every id in [0,
+    // E), the same bits as before.
     void forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
                  const float* weights, std::int64_t k) const;
 
@@ -42,7 +45,7 @@ private:
     // largest call's tokens * k rows of d floats.
     struct Scratch {
         AlignedBuffer<float> rows;           // tokens * k rows of d
-        AlignedBuffer<std::int64_t> row_of;  // (t, j) slot -> its row in `rows`
+        AlignedBuffer<std::int64_t> row_of;  // (t, j) slot -> its row in `rows` (-1: none)
         AlignedBuffer<std::int64_t> start;   // E + 1: expert e's rows are [start[e], start[e+1])
         AlignedBuffer<std::int64_t> next;    // E: the sort's cursors
         AlignedBuffer<std::int64_t> order;   // the chosen experts, most rows first
@@ -51,8 +54,8 @@ private:
     // share scratch and never wait on each other.
     void run(Scratch& scratch, const float* x, float* y, std::int64_t tokens,
              const std::int32_t* ids, const float* weights, std::int64_t k) const;
-    // Runs each chosen expert over its rows (in place in `rows`).
-    void run_experts(Scratch& s, float* rows, std::int64_t slots) const;
+    // Runs each chosen expert over its `rows` rows (in place in `rows`).
+    void run_experts(Scratch& s, float* rows, std::int64_t count) const;
 
     LeasedSlots<Scratch, 8> slots_;
 };

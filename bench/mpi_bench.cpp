@@ -69,25 +69,27 @@ void warn_if_bound(int rank, int ranks) {
                      CPU_COUNT(&cpus), ranks);
 }
 
-// Per token count, `rounds` interleaved rounds: sharded(x, y, tokens) on
-// every rank (it returns the collective's seconds), then single(x, y,
-// tokens) on rank 0 alone (has_single) while the others wait quietly.
+// Per token count, `rounds` interleaved rounds: sharded.forward on every
+// rank, then single->forward on rank 0 alone (single: null elsewhere) while
+// the others wait quietly. A ShardedFfn against an Ffn, or a
+// ShardedMoeLayer against a MoeLayer.
 template <class Sharded, class Single>
-void run_rows(int rank, std::int64_t d, int rounds, Sharded&& sharded, Single&& single,
-              bool has_single) {
+void run_rows(int rank, std::int64_t d, int rounds, const Sharded& sharded, const Single* single) {
+    const bool has_single = single != nullptr;
     for (const std::int64_t tokens : {std::int64_t{1}, std::int64_t{16}, std::int64_t{512}}) {
         const auto x = swiglu_bench::make_input(tokens, d, 7);
         std::vector<float> y(x.size()), y_single(x.size());
         std::vector<double> t_sharded, t_single, share;
-        sharded(x.data(), y.data(), tokens);  // warm
-        if (has_single) single(x.data(), y_single.data(), tokens);
+        sharded.forward(x.data(), y.data(), tokens);  // warm
+        if (has_single) single->forward(x.data(), y_single.data(), tokens);
         const int calls = tokens >= 512 ? 1 : tokens >= 16 ? 5 : 20;
         for (int r = 0; r < rounds; ++r) {
             MPI_Barrier(MPI_COMM_WORLD);
             auto t0 = Clock::now();
             double collective = 0;
             for (int c = 0; c < calls; ++c) {
-                collective += sharded(x.data(), y.data(), tokens);
+                sharded.forward(x.data(), y.data(), tokens);
+                collective += sharded.last_collective_seconds();
             }
             const double ts = std::chrono::duration<double>(Clock::now() - t0).count() / calls;
             t_sharded.push_back(ts);
@@ -95,7 +97,7 @@ void run_rows(int rank, std::int64_t d, int rounds, Sharded&& sharded, Single&& 
             quiet_barrier();
             if (has_single) {
                 t0 = Clock::now();
-                for (int c = 0; c < calls; ++c) single(x.data(), y_single.data(), tokens);
+                for (int c = 0; c < calls; ++c) single->forward(x.data(), y_single.data(), tokens);
                 t_single.push_back(std::chrono::duration<double>(Clock::now() - t0).count() /
                                    calls);
             }
@@ -148,14 +150,7 @@ int main(int argc, char** argv) {
                 (long long)sharded.experts(), (long long)sharded.local().rule().top_k,
                 (long long)sharded.local().experts().f(), ranks, ranks, "tokens", "sharded ms",
                 "threads ms", "ratio", "collective %");
-        run_rows(
-            rank, sharded.d(), rounds,
-            [&](const float* x, float* y, std::int64_t n) {
-                sharded.forward(x, y, n);
-                return sharded.last_collective_seconds();
-            },
-            [&](const float* x, float* y, std::int64_t n) { single->forward(x, y, n); },
-            single != nullptr);
+        run_rows(rank, sharded.d(), rounds, sharded, single.get());
         MPI_Finalize();
         return 0;
     }
@@ -183,14 +178,7 @@ int main(int argc, char** argv) {
             "%6s %14s %14s %9s %14s\n",
             shape->name, (long long)d, (long long)f, ranks, ranks, "tokens", "sharded ms",
             "threads ms", "ratio", "collective %");
-    run_rows(
-        rank, d, rounds,
-        [&](const float* x, float* y, std::int64_t n) {
-            sharded.forward(x, y, n);
-            return sharded.last_collective_seconds();
-        },
-        [&](const float* x, float* y, std::int64_t n) { single->forward(x, y, n); },
-        single != nullptr);
+    run_rows(rank, d, rounds, sharded, single.get());
     MPI_Finalize();
     return 0;
 }

@@ -848,10 +848,7 @@ TEST_CASE("moe_layer: a checkpoint's layer through create, forward, route, dims:
     const MoeWeights m(24, 16, 6, 40, 11);
     const std::string dir = temp_dir(), path = dir + "/model.safetensors";
     write_file(path, safetensors_bytes(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32")));
-    write_file(dir + "/config.json",
-               R"({"model_type": "qwen2_moe", "num_experts": 6, "num_experts_per_tok": 4,
-                   "norm_topk_prob": false, "shared_expert_intermediate_size": 40,
-                   "moe_intermediate_size": 16})");
+    write_file(dir + "/config.json", kQwen2MoeConfig);
     const std::int64_t tokens = 7;
     const std::vector<float> x = random_input(tokens, m.d, 3);
     const swiglu::MoeLayer cpp = swiglu::load_moe_layer(path, 0, swiglu::Options{2});

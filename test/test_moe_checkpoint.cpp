@@ -198,10 +198,7 @@ TEST_CASE("Qwen2-MoE: BF16 experts, a gated shared expert, sharded over two file
         for (const TensorSpec& t : *tensors)
             map += std::string(map.empty() ? "" : ", ") + "\"" + t.name + "\": \"" + shard + "\"";
     write_file(dir + "/model.safetensors.index.json", "{\"weight_map\": {" + map + "}}");
-    write_file(dir + "/config.json",
-               R"({"model_type": "qwen2_moe", "num_experts": 6, "num_experts_per_tok": 4,
-                   "norm_topk_prob": false, "shared_expert_intermediate_size": 40,
-                   "moe_intermediate_size": 16, "decoder_sparse_step": 1})");
+    write_file(dir + "/config.json", kQwen2MoeConfig);
 
     for (const std::string& path : {dir + "/model.safetensors.index.json", dir}) {
         CAPTURE(path);
@@ -264,10 +261,7 @@ TEST_CASE("Qwen3-MoE and OLMoE: norm_topk_prob as the config says, false when it
 TEST_CASE("load_moe_layer_part: experts [first, end), the shared block where asked, bit for bit") {
     const MoeWeights m(24, 16, 6, 40, 11);
     const std::string path =
-        write_model(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32"),
-                    R"({"model_type": "qwen2_moe", "num_experts": 6, "num_experts_per_tok": 4,
-            "norm_topk_prob": false, "shared_expert_intermediate_size": 40,
-            "moe_intermediate_size": 16})");
+        write_model(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32"), kQwen2MoeConfig);
     const RouterRule rule = describe_moe_layer(path, 0).rule;
     for (bool with_shared : {true, false}) {
         CAPTURE(with_shared);

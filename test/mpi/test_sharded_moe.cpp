@@ -85,17 +85,6 @@ void check_layer(const std::string& path, std::int64_t layer, const MoeWeights& 
     }
 }
 
-// The message every rank gets from `make`, which must throw.
-template <class Make>
-std::string error_of(Make&& make) {
-    try {
-        make();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
-
 }  // namespace
 
 TEST_SUITE("mpi") {
@@ -120,10 +109,7 @@ TEST_CASE("expert_range: contiguous, every expert once, none without experts") {
 TEST_CASE("sharded MoE layer: Qwen2-MoE (a gated shared expert) as one process computes it") {
     const MoeWeights m(24, 16, 6, 40, 11);
     const std::string path =
-        shared_model(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32"),
-                     R"({"model_type": "qwen2_moe", "num_experts": 6, "num_experts_per_tok": 4,
-            "norm_topk_prob": false, "shared_expert_intermediate_size": 40,
-            "moe_intermediate_size": 16, "decoder_sparse_step": 1})");
+        shared_model(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32"), kQwen2MoeConfig);
     RouterRule rule;
     rule.top_k = 4;
     check_layer(path, 0, m, rule, true, true, 40);
@@ -151,7 +137,7 @@ TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail 
     // The last rank asks for a layer the file does not have.
     const std::int64_t layer = world_rank() == world_size() - 1 ? 7 : 0;
     const std::string missing =
-        error_of([&] { ShardedMoeLayer(MPI_COMM_WORLD, path, layer, Options{1}); });
+        error_on_every_rank([&] { ShardedMoeLayer(MPI_COMM_WORLD, path, layer, Options{1}); });
     CHECK(missing.find("rank " + std::to_string(world_size() - 1) + ": ") == 0);
     // Fewer experts than ranks: no rank would gain, every rank says so.
     const MoeWeights one(16, 8, 1, 0, 4);
@@ -159,15 +145,16 @@ TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail 
         hf_moe_tensors(one, kMixtralNames, 0, "F32"),
         R"({"model_type": "mixtral", "num_local_experts": 1, "num_experts_per_tok": 1})");
     const std::string few =
-        error_of([&] { ShardedMoeLayer(MPI_COMM_WORLD, single, 0, Options{1}); });
+        error_on_every_rank([&] { ShardedMoeLayer(MPI_COMM_WORLD, single, 0, Options{1}); });
     CHECK(few.find("experts >= ranks") != std::string::npos);
     // A token count that differs on one rank: refused everywhere, y untouched.
     const ShardedMoeLayer layer0(MPI_COMM_WORLD, path, 0, Options{1});
     const std::vector<float> x = random_input(3, m.d, 1);
     std::vector<float> y(x.size(), 7.0f);
     const std::int64_t tokens = world_rank() == 0 ? 2 : 3;
-    CHECK(error_of([&] { layer0.forward(x.data(), y.data(), tokens); }).find("same token count") !=
-          std::string::npos);
+    CHECK(error_on_every_rank([&] {
+              layer0.forward(x.data(), y.data(), tokens);
+          }).find("same token count") != std::string::npos);
     CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
 }
 

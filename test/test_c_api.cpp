@@ -18,11 +18,13 @@
 #include <swiglu/swiglu.h>
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/moe.hpp>
+#include <swiglu/moe_checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
 #include "error_checks.hpp"
 #include "gguf_writer.hpp"
+#include "moe_files.hpp"
 #include "reference.hpp"
 #include "safetensors_writer.hpp"
 
@@ -840,6 +842,82 @@ TEST_CASE("experts: every error path returns a status and a message, and writes 
     CHECK(swiglu_experts_forward(experts, x, y.data(), 3, ids.data(), w.data(), 2) == SWIGLU_OK);
     CHECK(same_bits(y, want));
     swiglu_experts_destroy(experts);
+}
+
+TEST_CASE("moe_layer: a checkpoint's layer through create, forward, route, dims: the C++ bits") {
+    // Qwen2-MoE: 6 experts, top 4, a gated shared expert.
+    using namespace swiglu::test;
+    const MoeWeights m(24, 16, 6, 40, 11);
+    const std::string dir = temp_dir(), path = dir + "/model.safetensors";
+    write_file(path, safetensors_bytes(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32")));
+    write_file(dir + "/config.json", kQwen2MoeConfig);
+    const std::int64_t tokens = 7;
+    const std::vector<float> x = random_input(tokens, m.d, 3);
+    const swiglu::MoeLayer cpp = swiglu::load_moe_layer(path, 0, swiglu::Options{2});
+    std::vector<float> want(x.size());
+    cpp.forward(x.data(), want.data(), tokens);
+    std::vector<std::int32_t> want_ids(std::size_t(tokens * 4));
+    std::vector<float> want_w(want_ids.size());
+    cpp.route(x.data(), tokens, want_ids.data(), want_w.data());
+
+    const swiglu_options options = c_options(2);
+    swiglu_moe_layer* layer = nullptr;
+    REQUIRE(swiglu_moe_layer_create_from_checkpoint(path.c_str(), 0, &options, &layer) ==
+            SWIGLU_OK);
+    int64_t experts = 0, k = 0, d = 0, f = 0;
+    int shared = 0;
+    CHECK(swiglu_moe_layer_dims(layer, &experts, &k, &d, &f, &shared) == SWIGLU_OK);
+    CHECK(experts == 6);
+    CHECK(k == 4);
+    CHECK(d == m.d);
+    CHECK(f == m.f);
+    CHECK(shared == 1);
+    CHECK(swiglu_moe_layer_dims(layer, nullptr, nullptr, nullptr, nullptr, nullptr) == SWIGLU_OK);
+    std::vector<float> y(x.size(), NAN);
+    CHECK(swiglu_moe_layer_forward(layer, x.data(), y.data(), tokens) == SWIGLU_OK);
+    CHECK(same_bits(y, want));
+    std::vector<float> in_place = x;
+    CHECK(swiglu_moe_layer_forward(layer, in_place.data(), in_place.data(), tokens) == SWIGLU_OK);
+    CHECK(same_bits(in_place, want));
+    std::vector<std::int32_t> ids(want_ids.size());
+    std::vector<float> w(ids.size());
+    CHECK(swiglu_moe_layer_route(layer, x.data(), tokens, ids.data(), w.data()) == SWIGLU_OK);
+    CHECK(ids == want_ids);
+    CHECK(same_bits(w, want_w));
+
+    // Errors: a status and a message, nothing written, *out NULL.
+    std::vector<float> untouched(x.size(), 7.0f);
+    CHECK(swiglu_moe_layer_forward(nullptr, x.data(), untouched.data(), tokens) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(std::string(swiglu_last_error()).find("layer is NULL") != std::string::npos);
+    CHECK(swiglu_moe_layer_forward(layer, nullptr, untouched.data(), tokens) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_moe_layer_forward(layer, x.data(), untouched.data(), -1) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_moe_layer_route(layer, x.data(), tokens, ids.data(), nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(std::all_of(untouched.begin(), untouched.end(), [](float v) { return v == 7.0f; }));
+    CHECK(swiglu_moe_layer_forward(layer, nullptr, nullptr, 0) == SWIGLU_OK);  // nothing to do
+    CHECK(swiglu_moe_layer_dims(nullptr, &experts, nullptr, nullptr, nullptr, nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    swiglu_moe_layer_destroy(layer);
+    swiglu_moe_layer_destroy(nullptr);
+
+    swiglu_moe_layer* bad = reinterpret_cast<swiglu_moe_layer*>(0x1);  // must be reset to NULL
+    CHECK(swiglu_moe_layer_create_from_checkpoint(path.c_str(), 1, nullptr, &bad) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(bad == nullptr);
+    CHECK(std::string(swiglu_last_error()).find("layer 1") != std::string::npos);
+    CHECK(swiglu_moe_layer_create_from_checkpoint(path.c_str(), -1, nullptr, &bad) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(std::string(swiglu_last_error()).find("layer must be >= 0") != std::string::npos);
+    CHECK(swiglu_moe_layer_create_from_checkpoint(nullptr, 0, nullptr, &bad) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_moe_layer_create_from_checkpoint(path.c_str(), 0, nullptr, nullptr) ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_moe_layer_create_from_checkpoint((dir + "/missing.safetensors").c_str(), 0,
+                                                  nullptr, &bad) != SWIGLU_OK);
+    CHECK(bad == nullptr);
 }
 
 }  // TEST_SUITE

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <memory>
 #include <new>
 #include <vector>
 
@@ -129,6 +130,40 @@ TEST_CASE("Experts allocate nothing after their first call of a size, nor for sm
         const long news = g_news.load(), aligned = g_aligned.load();
         for (int i = 0; i < 10; ++i)
             experts.forward(x.data(), y.data(), tokens, ids.data(), w.data(), k);
+        CHECK(g_news.load() - news == 0);
+        CHECK(g_aligned.load() - aligned == 0);
+    }
+}
+
+TEST_CASE("a MoeLayer allocates nothing after its first call of a size, nor for smaller calls") {
+    // Router, route() and the experts (q4_0, our kernels only, as above),
+    // with a shared block and its gate: the router's logits, the routing's
+    // arrays, ids and weights all live in the layer's leased scratch.
+    const std::int64_t E = 4, d = 96;
+    std::vector<test::RandomBlock> blocks;
+    std::vector<ExpertWeights> weights;
+    for (std::int64_t e = 0; e < E; ++e) blocks.emplace_back(d, 200, Layout::out_in, 11 + e);
+    for (const auto& b : blocks) weights.push_back({b.gate_view(), b.up_view(), b.down_view()});
+    const Options options{2, Dtype::q4_0};
+    const auto router = test::random_input(E, d, 5);
+    const auto gate = test::random_input(1, d, 6);
+    test::RandomBlock shared(d, 64, Layout::out_in, 12);
+    RouterRule rule;
+    rule.top_k = 2;
+    rule.normalize = true;
+    const MoeLayer layer(
+        WeightView::out_in(router.data(), E, d), rule, Experts(weights, options), nullptr,
+        std::make_unique<Ffn>(shared.gate_view(), shared.up_view(), shared.down_view(), options),
+        gate.data());
+    bool first = true;
+    for (std::int64_t tokens : {17, 3}) {
+        CAPTURE(tokens);
+        const auto x = test::random_input(tokens, d, 2);
+        std::vector<float> y(x.size());
+        if (first) layer.forward(x.data(), y.data(), tokens);
+        first = false;
+        const long news = g_news.load(), aligned = g_aligned.load();
+        for (int i = 0; i < 10; ++i) layer.forward(x.data(), y.data(), tokens);
         CHECK(g_news.load() - news == 0);
         CHECK(g_aligned.load() - aligned == 0);
     }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <vector>
@@ -197,10 +198,7 @@ TEST_CASE("Qwen2-MoE: BF16 experts, a gated shared expert, sharded over two file
         for (const TensorSpec& t : *tensors)
             map += std::string(map.empty() ? "" : ", ") + "\"" + t.name + "\": \"" + shard + "\"";
     write_file(dir + "/model.safetensors.index.json", "{\"weight_map\": {" + map + "}}");
-    write_file(dir + "/config.json",
-               R"({"model_type": "qwen2_moe", "num_experts": 6, "num_experts_per_tok": 4,
-                   "norm_topk_prob": false, "shared_expert_intermediate_size": 40,
-                   "moe_intermediate_size": 16, "decoder_sparse_step": 1})");
+    write_file(dir + "/config.json", kQwen2MoeConfig);
 
     for (const std::string& path : {dir + "/model.safetensors.index.json", dir}) {
         CAPTURE(path);
@@ -257,6 +255,40 @@ TEST_CASE("Qwen3-MoE and OLMoE: norm_topk_prob as the config says, false when it
         CHECK(info.rule.normalize == c.normalize);
         CHECK_FALSE(info.has_shared);
         check_same(load_moe_layer(path, 0), m.layer(info.rule, false, false, false), m.d);
+    }
+}
+
+TEST_CASE("load_moe_layer_part: experts [first, end), the shared block where asked, bit for bit") {
+    const MoeWeights m(24, 16, 6, 40, 11);
+    const std::string path =
+        write_model(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32"), kQwen2MoeConfig);
+    const RouterRule rule = describe_moe_layer(path, 0).rule;
+    for (bool with_shared : {true, false}) {
+        CAPTURE(with_shared);
+        const MoeLayer loaded = load_moe_layer_part(path, 0, 2, 5, with_shared);
+        CHECK(loaded.first_expert() == 2);
+        CHECK(loaded.routed_experts() == 6);
+        CHECK(loaded.experts().experts() == 3);
+        CHECK((loaded.shared() != nullptr) == with_shared);
+        std::vector<ExpertWeights> w;
+        for (std::int64_t e = 2; e < 5; ++e) {
+            const RandomBlock& b = m.experts[std::size_t(e)];
+            w.push_back({b.gate_view(), b.up_view(), b.down_view()});
+        }
+        std::unique_ptr<Ffn> shared;
+        if (with_shared)
+            shared = std::make_unique<Ffn>(m.shared->gate_view(), m.shared->up_view(),
+                                           m.shared->down_view());
+        check_same(loaded,
+                   MoeLayer::part(WeightView::out_in(m.router.data(), m.e, m.d), rule, Experts(w),
+                                  2, nullptr, std::move(shared),
+                                  with_shared ? m.shared_gate.data() : nullptr),
+                   m.d);
+    }
+    for (const auto& [first, end] : {std::pair{0, 0}, {3, 7}, {-1, 2}, {4, 3}}) {
+        CAPTURE(first);
+        CAPTURE(end);
+        CHECK_THROWS_AS(load_moe_layer_part(path, 0, first, end, true), Error);
     }
 }
 

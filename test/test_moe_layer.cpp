@@ -268,4 +268,69 @@ TEST_CASE("bad layers and calls are refused and write nothing") {
     CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
     layer.forward(x.data(), y.data(), 0);  // nothing to do
 }
+
+TEST_CASE("parts of a layer (MoeLayer::part) sum to the layer; a part of every expert is it") {
+    const Model m(48, 40, 6, 56, 9);
+    RouterRule rule;
+    rule.top_k = 3;
+    const std::int64_t tokens = 9;
+    const std::vector<float> x = test::random_input(tokens, m.d, 4);
+    const MoeLayer whole = m.layer(rule, true, true);
+    std::vector<float> y(x.size());
+    whole.forward(x.data(), y.data(), tokens);
+    // Experts [first, end), the shared block where asked.
+    const auto part = [&](std::int64_t first, std::int64_t end, bool with_shared) {
+        std::vector<ExpertWeights> w;
+        for (std::int64_t e = first; e < end; ++e) {
+            const auto& b = m.experts[std::size_t(e)];
+            w.push_back({b.gate_view(), b.up_view(), b.down_view()});
+        }
+        std::unique_ptr<Ffn> s;
+        if (with_shared)
+            s = std::make_unique<Ffn>(m.shared->gate_view(), m.shared->up_view(),
+                                      m.shared->down_view());
+        return MoeLayer::part(WeightView::out_in(m.router.data(), m.e, m.d), rule, Experts(w),
+                              first, m.bias.data(), std::move(s),
+                              with_shared ? m.gate.data() : nullptr);
+    };
+    // Every expert and the shared block: the whole layer, bit for bit.
+    const MoeLayer all = part(0, m.e, true);
+    CHECK(all.routed_experts() == m.e);
+    CHECK(all.first_expert() == 0);
+    std::vector<float> y_all(x.size());
+    all.forward(x.data(), y_all.data(), tokens);
+    CHECK(std::memcmp(y.data(), y_all.data(), y.size() * sizeof(float)) == 0);
+
+    // Three parts, the shared block in the last, the second in place: the
+    // same terms as the layer, added in another order. Only the order of at
+    // most k + 1 = 4 additions of f32 terms differs, each within (k + 1) u
+    // of their exact sum relative to the sum of |terms| (a few max |y| on
+    // these layers): the block's f32 tolerance (16 u (sqrt d + sqrt f), 200
+    // u here) bounds it with room.
+    const MoeLayer a = part(0, 1, false), b = part(1, 4, false), c = part(4, 6, true);
+    CHECK(b.first_expert() == 1);
+    CHECK(b.experts().experts() == 3);
+    CHECK(c.routed_experts() == m.e);
+    std::vector<float> ya(x.size()), yb = x, yc(x.size());
+    a.forward(x.data(), ya.data(), tokens);
+    b.forward(yb.data(), yb.data(), tokens);
+    c.forward(x.data(), yc.data(), tokens);
+    std::vector<double> sum(x.size());
+    for (std::size_t i = 0; i < sum.size(); ++i) sum[i] = double(ya[i]) + yb[i] + yc[i];
+    std::vector<double> whole_y(y.begin(), y.end());
+    std::vector<float> sum_f(sum.begin(), sum.end());
+    CHECK(test::relative_error(sum_f, whole_y) <= test::f32_tolerance(m.d, 56));
+    // Expert 0 alone: the tokens that did not choose it get exactly 0.
+    std::vector<std::int32_t> ids(std::size_t(tokens * 3));
+    std::vector<float> w(ids.size());
+    a.route(x.data(), tokens, ids.data(), w.data());
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        const bool chose = std::count(ids.begin() + 3 * t, ids.begin() + 3 * t + 3, 0) > 0;
+        if (!chose)
+            CHECK(std::all_of(ya.begin() + t * m.d, ya.begin() + (t + 1) * m.d,
+                              [](float v) { return v == 0.0f; }));
+    }
+    // A range outside the router's E.
+    CHECK_THROWS_AS(part(4, 7, false), Error);
+}
 }

@@ -118,6 +118,8 @@ public:
                  const float* weights, std::int64_t k) const;
 
 private:
+    // A part of a layer (MoeLayer::part) runs only the chosen experts it holds.
+    friend class detail::MoeLayerImpl;
     explicit Experts(std::unique_ptr<detail::ExpertsImpl> impl);
     std::unique_ptr<detail::ExpertsImpl> impl_;
 };
@@ -140,6 +142,17 @@ public:
     MoeLayer(const WeightView& router, const RouterRule& rule, Experts experts,
              const float* bias = nullptr, std::unique_ptr<Ffn> shared = nullptr,
              const float* shared_gate = nullptr);
+    // A part of a layer, for expert parallelism (swiglu/mpi.hpp): the whole
+    // router (E x d or d x E, as above), but only routed experts [first,
+    // first + experts.experts()) of its E. forward() adds the terms of the
+    // chosen experts this part holds, in j order, and the shared block where
+    // given; a token that chose none of them gets 0 (plus the shared
+    // block). The parts of a partition of [0, E), the shared block in one of
+    // them, sum to the layer. route() is the whole layer's. Throws as the
+    // constructor, and invalid_argument for a range outside [0, E).
+    static MoeLayer part(const WeightView& router, const RouterRule& rule, Experts experts,
+                         std::int64_t first, const float* bias = nullptr,
+                         std::unique_ptr<Ffn> shared = nullptr, const float* shared_gate = nullptr);
     ~MoeLayer();
     MoeLayer(MoeLayer&&) noexcept;
     MoeLayer& operator=(MoeLayer&&) noexcept;
@@ -151,6 +164,10 @@ public:
     // The shared block, or null.
     const Ffn* shared() const;
     std::int64_t d() const;
+    // The router's E, and the first of the routed experts held (0, and
+    // experts().experts() == routed_experts(), for a whole layer).
+    std::int64_t routed_experts() const;
+    std::int64_t first_expert() const;
 
     // Each token's k experts and weights (tokens x k each), as route() gives
     // them for the router's logits x @ router^T (f32; the same bits on every
@@ -161,6 +178,7 @@ public:
     void forward(const float* x, float* y, std::int64_t tokens) const;
 
 private:
+    explicit MoeLayer(std::unique_ptr<detail::MoeLayerImpl> impl);
     std::unique_ptr<detail::MoeLayerImpl> impl_;
 };
 

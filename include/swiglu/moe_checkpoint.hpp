@@ -82,4 +82,14 @@ SWIGLU_API MoeInfo describe_moe_layer(const std::string& path, std::int64_t laye
 SWIGLU_API MoeLayer load_moe_layer(const std::string& path, std::int64_t layer,
                                    const Options& options = {});
 
+// A part of the layer, for expert parallelism (MoeLayer::part): the whole
+// router (and bias), routed experts [first, end) only, and the shared block
+// (and its gate) where `with_shared` and the layer has one. The other
+// experts' bytes of the mapped file are never read. Throws as
+// load_moe_layer, and invalid_argument for a range that is empty or not
+// within [0, E).
+SWIGLU_API MoeLayer load_moe_layer_part(const std::string& path, std::int64_t layer,
+                                        std::int64_t first, std::int64_t end, bool with_shared,
+                                        const Options& options = {});
+
 }  // namespace swiglu

@@ -17,6 +17,7 @@
 #include <string>
 
 #include <swiglu/checkpoint.hpp>
+#include <swiglu/moe.hpp>
 #include <swiglu/swiglu.hpp>
 
 namespace swiglu {
@@ -85,6 +86,61 @@ public:
 
 private:
     struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+// ---- Expert parallelism: a Mixture-of-Experts layer over the ranks ---------
+
+// The routed experts [E r / P, E (r + 1) / P) held by `rank` of `ranks`
+// (contiguous, sizes differing by at most one). Throws invalid_argument
+// unless experts >= ranks >= 1 (every rank holds one) and rank in [0, ranks).
+SWIGLU_API ShardRange expert_range(std::int64_t experts, int rank, int ranks);
+
+class SWIGLU_API ShardedMoeLayer {
+public:
+    // Collective: every rank loads layer `layer` of the checkpoint at `path`
+    // (any file load_moe_layer reads) with the whole router (every rank
+    // routes every token: the same ids and weights everywhere, routing is
+    // deterministic), its expert_range of the routed experts only
+    // (load_moe_layer_part: the other experts' bytes are never read), and,
+    // on rank 0 only, the shared block and its gate. A failure on any rank
+    // (a bad file, memory, fewer experts than ranks), or ranks that loaded
+    // different layers (model, E, k, names, formats, dtype), throw on every
+    // rank. The communicator is duplicated.
+    ShardedMoeLayer(MPI_Comm comm, const std::string& path, std::int64_t layer,
+                    const Options& options = {});
+    // The same over MPI_COMM_WORLD.
+    ShardedMoeLayer(const std::string& path, std::int64_t layer, const Options& options = {});
+    ~ShardedMoeLayer();
+    ShardedMoeLayer(ShardedMoeLayer&&) noexcept;
+    ShardedMoeLayer& operator=(ShardedMoeLayer&&) noexcept;
+    ShardedMoeLayer(const ShardedMoeLayer&) = delete;
+    ShardedMoeLayer& operator=(const ShardedMoeLayer&) = delete;
+
+    std::int64_t d() const;
+    std::int64_t experts() const;  // E, the layer's routed experts
+    int rank() const;
+    int ranks() const;
+    ShardRange held() const;  // this rank's experts
+    // This rank's part (MoeLayer::part): route() is the whole layer's.
+    const MoeLayer& local() const;
+
+    // Collective, as ShardedFfn::forward: the same x (tokens, d) on every
+    // rank; each rank adds its experts' weighted terms (rank 0 also the
+    // shared block) for every token, then one reduce-scatter and allgather
+    // sum the ranks' outputs in rank order: y, the same bits on every rank
+    // for a given P. Against one process: the same terms, added in another
+    // order (within the f32 rounding of k + 1 additions). Arguments are
+    // agreed on first; a failure anywhere throws everywhere and writes
+    // nothing. y may be x. One call at a time per object.
+    void forward(const float* x, float* y, std::int64_t tokens) const;
+
+    // Seconds the last forward() spent in the collective.
+    double last_collective_seconds() const;
+
+private:
+    struct Impl;
+    const Impl& impl() const;  // throws after a move
     std::unique_ptr<Impl> impl_;
 };
 

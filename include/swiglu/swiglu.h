@@ -233,6 +233,43 @@ SWIGLU_C_API swiglu_status swiglu_experts_dims(const swiglu_experts* experts, in
 /* Releases the handle; NULL is a no-op. */
 SWIGLU_C_API void swiglu_experts_destroy(swiglu_experts* experts);
 
+typedef struct swiglu_moe_layer swiglu_moe_layer; /* opaque: router, experts, shared block */
+
+/* Loads Mixture-of-Experts layer `layer` (>= 0) of the checkpoint at path:
+ * Hugging Face safetensors (a file, a sharded index or their folder) with
+ * the rule from the config.json beside it (Mixtral, Qwen2/3-MoE, OLMoE,
+ * DeepSeek-V2/V3), or GGUF with the rule from its metadata; each expert and
+ * the shared block packed from the mapped file as swiglu_ffn_create_from_checkpoint
+ * packs a block (options may be NULL). docs/checkpoints.md lists the names
+ * and keys. On failure *out is set to NULL and the message names the file
+ * and the tensor or key. */
+SWIGLU_C_API swiglu_status swiglu_moe_layer_create_from_checkpoint(const char* path, int64_t layer,
+                                                                   const swiglu_options* options,
+                                                                   swiglu_moe_layer** out);
+
+/* y = the layer's output for `tokens` rows: the router, each token's top_k
+ * experts, and the shared block. x, y (tokens, d) f32; y may equal x, other
+ * overlaps are refused. Bit-identical for any thread count; safe to call
+ * from several threads at once on one handle; writes nothing on failure
+ * (a non-finite router logit, a NULL pointer, an overflowing size).
+ * tokens = 0 does nothing. */
+SWIGLU_C_API swiglu_status swiglu_moe_layer_forward(const swiglu_moe_layer* layer, const float* x,
+                                                    float* y, int64_t tokens);
+
+/* What the router chose: ids and weights (tokens, top_k) each, as
+ * swiglu_route writes them for the layer's logits x @ router^T. */
+SWIGLU_C_API swiglu_status swiglu_moe_layer_route(const swiglu_moe_layer* layer, const float* x,
+                                                  int64_t tokens, int32_t* ids, float* weights);
+
+/* The routed expert count E, top_k, the widths d and f (of one expert), and
+ * whether the layer has a shared block (1) or not (0). Any may be NULL. */
+SWIGLU_C_API swiglu_status swiglu_moe_layer_dims(const swiglu_moe_layer* layer, int64_t* experts,
+                                                 int64_t* top_k, int64_t* d, int64_t* f,
+                                                 int* has_shared);
+
+/* Releases the handle; NULL is a no-op. */
+SWIGLU_C_API void swiglu_moe_layer_destroy(swiglu_moe_layer* layer);
+
 /* The message of this thread's last failed call ("" if none). */
 SWIGLU_C_API const char* swiglu_last_error(void);
 

@@ -10,6 +10,7 @@
 
 #include <swiglu/checkpoint.hpp>
 #include <swiglu/moe.hpp>
+#include <swiglu/moe_checkpoint.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include "common/messages.hpp"
@@ -20,6 +21,10 @@ struct swiglu_ffn {
 
 struct swiglu_experts {
     swiglu::Experts experts;
+};
+
+struct swiglu_moe_layer {
+    swiglu::MoeLayer layer;
 };
 
 static_assert(SWIGLU_DTYPE_F32 == int(swiglu::Dtype::f32) &&
@@ -300,6 +305,51 @@ swiglu_status swiglu_experts_dims(const swiglu_experts* experts, int64_t* count,
 }
 
 void swiglu_experts_destroy(swiglu_experts* experts) { delete experts; }
+
+swiglu_status swiglu_moe_layer_create_from_checkpoint(const char* path, int64_t layer,
+                                                      const swiglu_options* options,
+                                                      swiglu_moe_layer** out) {
+    if (out) *out = nullptr;
+    return status_of([&] {
+        require(out != nullptr, "swiglu_moe_layer_create_from_checkpoint: out is NULL");
+        require(path != nullptr, "swiglu_moe_layer_create_from_checkpoint: path is NULL");
+        require(layer >= 0, ("swiglu_moe_layer_create_from_checkpoint: layer must be >= 0 (got " +
+                             std::to_string(layer) + ")")
+                                .c_str());
+        *out = new swiglu_moe_layer{swiglu::load_moe_layer(path, layer, options_of(options))};
+    });
+}
+
+swiglu_status swiglu_moe_layer_forward(const swiglu_moe_layer* layer, const float* x, float* y,
+                                       int64_t tokens) {
+    return status_of([&] {
+        require(layer != nullptr, "swiglu_moe_layer_forward: layer is NULL");
+        layer->layer.forward(x, y, tokens);
+    });
+}
+
+swiglu_status swiglu_moe_layer_route(const swiglu_moe_layer* layer, const float* x, int64_t tokens,
+                                     int32_t* ids, float* weights) {
+    return status_of([&] {
+        require(layer != nullptr, "swiglu_moe_layer_route: layer is NULL");
+        layer->layer.route(x, tokens, ids, weights);
+    });
+}
+
+swiglu_status swiglu_moe_layer_dims(const swiglu_moe_layer* layer, int64_t* experts, int64_t* top_k,
+                                    int64_t* d, int64_t* f, int* has_shared) {
+    return status_of([&] {
+        require(layer != nullptr, "swiglu_moe_layer_dims: layer is NULL");
+        const swiglu::MoeLayer& l = layer->layer;
+        if (experts) *experts = l.routed_experts();
+        if (top_k) *top_k = l.rule().top_k;
+        if (d) *d = l.d();
+        if (f) *f = l.experts().f();
+        if (has_shared) *has_shared = l.shared() != nullptr ? 1 : 0;
+    });
+}
+
+void swiglu_moe_layer_destroy(swiglu_moe_layer* layer) { delete layer; }
 
 const char* swiglu_last_error(void) { return last_error.c_str(); }
 

@@ -136,7 +136,9 @@ const char* const mpi_run_description =
     "Rank 0 reads x (--input) and writes y (--output, atomically, last); the other\n"
     "ranks receive x from it. Every rank opens --weights itself (on several\n"
     "machines, each needs the checkpoint at that path) and maps only its columns;\n"
-    "a failure on any rank (a missing or damaged file, another block) fails every\n"
+    "a Mixture-of-Experts layer (--layer N, no --expert) is sharded by experts: each\n"
+    "rank routes every token and runs its range of experts, rank 0 the shared block.\n"
+    "A failure on any rank (a missing or damaged file, another block) fails every\n"
     "rank before y is written. --threads is per rank; mpirun binds 2 ranks to a core\n"
     "each and more to a socket unless told '--bind-to none'.";
 

@@ -28,17 +28,7 @@ void reserve(AlignedBuffer<T>& buffer, std::size_t count) {
 
 void ExpertsImpl::forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
                           const float* weights, std::int64_t k) const {
-    for (Slot& slot : slots_) {
-        if (slot.busy.exchange(true, std::memory_order_acquire)) continue;
-        struct Release {
-            Slot& slot;
-            ~Release() { slot.busy.store(false, std::memory_order_release); }
-        } release{slot};
-        run(slot.scratch, x, y, tokens, ids, weights, k);
-        return;
-    }
-    Scratch own;
-    run(own, x, y, tokens, ids, weights, k);
+    slots_.lease([&](Scratch& s) { run(s, x, y, tokens, ids, weights, k); });
 }
 
 void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
@@ -57,35 +47,44 @@ void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
 
     // A counting sort, stable: expert e's rows are its slots in (t, j) order,
     // so what each expert sees does not depend on anything but the call.
+    // Slots with no expert here (id < 0: a part's, held by another) get no row.
     std::fill(start, start + E + 1, std::int64_t{0});
-    for (std::int64_t i = 0; i < slots; ++i) ++start[ids[i] + 1];
+    for (std::int64_t i = 0; i < slots; ++i)
+        if (ids[i] >= 0) ++start[ids[i] + 1];
     for (std::int64_t e = 0; e < E; ++e) {
         next[e] = start[e];
         start[e + 1] += start[e];
     }
-    for (std::int64_t i = 0; i < slots; ++i) row_of[i] = next[ids[i]]++;
+    for (std::int64_t i = 0; i < slots; ++i) row_of[i] = ids[i] >= 0 ? next[ids[i]]++ : -1;
 
     // x is read in full here, before anything is written to y: y may be x.
     const auto row_bytes = static_cast<std::size_t>(d) * sizeof(float);
     for (std::int64_t i = 0; i < slots; ++i)
-        std::memcpy(rows + row_of[i] * d, x + (i / k) * d, row_bytes);
+        if (row_of[i] >= 0) std::memcpy(rows + row_of[i] * d, x + (i / k) * d, row_bytes);
 
-    run_experts(s, rows, slots);
+    run_experts(s, rows, start[E]);
 
-    // y[t] = w[t, 0] * r_0, then y[t] = y[t] + w[t, j] * r_j for j = 1 .. k-1,
-    // each product and each sum rounded to f32 on its own (no fused
-    // multiply-add: this TU is built without contraction). One order, set by
-    // j alone: the same bits for any thread count and any expert order.
+    // y[t] = w[t, j0] * r_j0 for its first term j0, then y[t] = y[t] + w[t, j]
+    // * r_j for the later ones, each product and each sum rounded to f32 on
+    // its own (no fused multiply-add: this TU is built without contraction).
+    // One order, set by j alone: the same bits for any thread count and any
+    // expert order. A token with no term here (a part's) gets 0.
     for (std::int64_t t = 0; t < tokens; ++t) {
         float* yt = y + t * d;
         const float* w = weights + t * k;
-        const float* r0 = rows + row_of[t * k] * d;
-        for (std::int64_t c = 0; c < d; ++c) yt[c] = w[0] * r0[c];
-        for (std::int64_t j = 1; j < k; ++j) {
-            const float* r = rows + row_of[t * k + j] * d;
+        bool first = true;
+        for (std::int64_t j = 0; j < k; ++j) {
+            const std::int64_t row = row_of[t * k + j];
+            if (row < 0) continue;
+            const float* r = rows + row * d;
             const float wj = w[j];
-            for (std::int64_t c = 0; c < d; ++c) yt[c] = yt[c] + wj * r[c];
+            if (first)
+                for (std::int64_t c = 0; c < d; ++c) yt[c] = wj * r[c];
+            else
+                for (std::int64_t c = 0; c < d; ++c) yt[c] = yt[c] + wj * r[c];
+            first = false;
         }
+        if (first) std::fill(yt, yt + d, 0.0f);
     }
 }
 
@@ -102,7 +101,7 @@ void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
 //    (few experts, or one that most rows chose).
 // In place: the rows' x is not needed again, and one buffer is half the
 // scratch.
-void ExpertsImpl::run_experts(Scratch& s, float* rows, std::int64_t slots) const {
+void ExpertsImpl::run_experts(Scratch& s, float* rows, std::int64_t count) const {
     const auto E = static_cast<std::int64_t>(experts.size());
     const std::int64_t* start = s.start.data();
     std::int64_t* order = s.order.data();
@@ -118,7 +117,7 @@ void ExpertsImpl::run_experts(Scratch& s, float* rows, std::int64_t slots) const
         const std::int64_t n = start[e + 1] - start[e];
         experts[static_cast<std::size_t>(e)].forward(r, r, n);
     };
-    const bool side_by_side = pool && chosen >= threads && most * threads <= slots + threads - 1;
+    const bool side_by_side = pool && chosen >= threads && most * threads <= count + threads - 1;
     if (side_by_side && pool->try_claim()) {
         struct Release {
             SharedPool& pool;

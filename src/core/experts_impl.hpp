@@ -4,8 +4,6 @@
 // it: experts.cpp; the forward itself: experts_forward.cpp.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -13,6 +11,7 @@
 #include <swiglu/moe.hpp>
 
 #include "common/aligned_buffer.hpp"
+#include "core/leased_slots.hpp"
 #include "core/shared_pool.hpp"
 
 namespace swiglu::detail {
@@ -24,6 +23,9 @@ public:
 
     // Arguments already checked (experts.cpp): tokens >= 1, k >= 1, every id
     // in [0, E), every weight finite, y is x or apart from x, ids, weights.
+    // For a part of a layer (MoeLayer::part) only, an id < 0 is a term held
+    // elsewhere: left out (a token with none gets 0). With every id in [0,
+    // E), the same bits as before.
     void forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
                  const float* weights, std::int64_t k) const;
 
@@ -43,25 +45,19 @@ private:
     // largest call's tokens * k rows of d floats.
     struct Scratch {
         AlignedBuffer<float> rows;           // tokens * k rows of d
-        AlignedBuffer<std::int64_t> row_of;  // (t, j) slot -> its row in `rows`
+        AlignedBuffer<std::int64_t> row_of;  // (t, j) slot -> its row in `rows` (-1: none)
         AlignedBuffer<std::int64_t> start;   // E + 1: expert e's rows are [start[e], start[e+1])
         AlignedBuffer<std::int64_t> next;    // E: the sort's cursors
         AlignedBuffer<std::int64_t> order;   // the chosen experts, most rows first
     };
-    // Concurrent calls each lease a slot (a busy flag per slot, as FfnImpl
-    // leases its workspaces): they never share scratch and never wait on
-    // each other. A call that finds every slot busy pays for its own.
-    static constexpr int kSlots = 8;
-    struct Slot {
-        std::atomic<bool> busy{false};
-        Scratch scratch;
-    };
+    // Concurrent calls each lease a slot (core/leased_slots.hpp): they never
+    // share scratch and never wait on each other.
     void run(Scratch& scratch, const float* x, float* y, std::int64_t tokens,
              const std::int32_t* ids, const float* weights, std::int64_t k) const;
-    // Runs each chosen expert over its rows (in place in `rows`).
-    void run_experts(Scratch& s, float* rows, std::int64_t slots) const;
+    // Runs each chosen expert over its `rows` rows (in place in `rows`).
+    void run_experts(Scratch& s, float* rows, std::int64_t count) const;
 
-    mutable std::array<Slot, kSlots> slots_;
+    LeasedSlots<Scratch, 8> slots_;
 };
 
 }  // namespace swiglu::detail

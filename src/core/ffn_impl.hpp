@@ -3,8 +3,6 @@
 // at once. The public API around it: ffn.cpp (forward), ffn_backward.cpp.
 #pragma once
 
-#include <array>
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <new>
@@ -14,6 +12,7 @@
 
 #include "core/backward.hpp"
 #include "core/forward.hpp"
+#include "core/leased_slots.hpp"
 #include "core/packed_block.hpp"
 #include "core/shared_pool.hpp"
 #include "core/workspace.hpp"
@@ -51,9 +50,7 @@ private:
     // with the next free slot: concurrent calls never share scratch and
     // never wait on each other. Scratch is made on a slot's first use (per
     // direction) and kept.
-    static constexpr int kSlots = 8;
     struct Slot {
-        std::atomic<bool> busy{false};
         std::unique_ptr<Workspace> workspace;
         std::unique_ptr<BackwardWorkspace> backward;
     };
@@ -61,7 +58,7 @@ private:
     template <class Run>
     void lease(Run&& run) const;
 
-    mutable std::array<Slot, kSlots> slots_;
+    LeasedSlots<Slot, 8> slots_;
     mutable std::once_flag backward_once_;
     mutable std::unique_ptr<BackwardBlock> backward_;
 };
@@ -74,23 +71,12 @@ void FfnImpl::lease(Run&& run) const {
             SharedPool& pool;
             ~Release() { pool.release(); }
         } release{*pool};
-        run(slots_[0], &pool->pool(), threads);
+        run(slots_.unleased(0), &pool->pool(), threads);
         return;
     }
     // Without a pool, slot 0 serves single-threaded calls like the others.
-    for (int s = pool ? 1 : 0; s < kSlots; ++s) {
-        Slot& slot = slots_[static_cast<std::size_t>(s)];
-        if (slot.busy.exchange(true, std::memory_order_acquire)) continue;
-        struct Release {
-            Slot& slot;
-            ~Release() { slot.busy.store(false, std::memory_order_release); }
-        } release{slot};
-        run(slot, static_cast<ThreadPool*>(nullptr), 1);
-        return;
-    }
-    // More concurrent callers than slots: this call pays for its own scratch.
-    Slot own;
-    run(own, static_cast<ThreadPool*>(nullptr), 1);
+    slots_.lease([&](Slot& slot) { run(slot, static_cast<ThreadPool*>(nullptr), 1); },
+                 pool ? 1 : 0);
 }
 
 // Runs `f`, turning the exceptions of our dependencies into swiglu::Error.

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "common/messages.hpp"
+#include "core/router_scratch.hpp"
 
 namespace swiglu {
 
@@ -146,18 +147,8 @@ struct RanksBefore {
     }
 };
 
-// One call's scratch, sized once: nothing is allocated per token.
-struct Scratch {
-    std::vector<double> score;        // softmax / sigmoid, per expert
-    std::vector<double> key;          // score + bias: what ranks the experts
-    std::vector<std::int32_t> order;  // candidates, then the top k first
-    std::vector<double> group_key;
-    std::vector<std::int32_t> group_order;
-    std::vector<char> kept;  // per group
-};
-
 void route_token(const float* row, std::int64_t experts, const RouterRule& rule, const float* bias,
-                 Scratch& s, std::int32_t* ids, float* weights) {
+                 detail::RouteScratch& s, std::int32_t* ids, float* weights) {
     double* score = s.score.data();
     double* key = s.key.data();
     if (rule.score == RouterScore::softmax) {
@@ -195,8 +186,8 @@ void route_token(const float* row, std::int64_t experts, const RouterRule& rule,
             s.group_order[g] = static_cast<std::int32_t>(g);
         }
         std::partial_sort(s.group_order.begin(), s.group_order.begin() + rule.top_groups,
-                          s.group_order.end(), RanksBefore{s.group_key.data()});
-        std::fill(s.kept.begin(), s.kept.end(), 0);
+                          s.group_order.begin() + rule.groups, RanksBefore{s.group_key.data()});
+        std::fill(s.kept.begin(), s.kept.begin() + rule.groups, 0);
         for (std::int64_t j = 0; j < rule.top_groups; ++j) s.kept[s.group_order[j]] = 1;
         // Experts of the other groups are left out, not given a score of 0
         // as HF's masked_fill does: the two agree whenever the k best kept
@@ -230,19 +221,21 @@ void route_token(const float* row, std::int64_t experts, const RouterRule& rule,
 
 }  // namespace
 
-void route(const float* logits, std::int64_t tokens, std::int64_t experts, const RouterRule& rule,
-           const float* bias, std::int32_t* ids, float* weights) {
+void detail::route_into(const float* logits, std::int64_t tokens, std::int64_t experts,
+                        const RouterRule& rule, const float* bias, std::int32_t* ids,
+                        float* weights, RouteScratch& s) {
     if (!check_route(logits, tokens, experts, rule, bias, ids, weights)) return;
-    Scratch s;
     try {
+        // resize() to the size a vector has is no allocation: a layer's
+        // calls after its first route on the arrays of its first.
         const auto e = static_cast<std::size_t>(experts);
         const auto g = static_cast<std::size_t>(rule.groups);
-        s.score.resize(e);
-        s.key.resize(e);
-        s.order.resize(e);
-        s.group_key.resize(g);
-        s.group_order.resize(g);
-        s.kept.resize(g);
+        s.score.resize(std::max(s.score.size(), e));
+        s.key.resize(std::max(s.key.size(), e));
+        s.order.resize(std::max(s.order.size(), e));
+        s.group_key.resize(std::max(s.group_key.size(), g));
+        s.group_order.resize(std::max(s.group_order.size(), g));
+        s.kept.resize(std::max(s.kept.size(), g));
     } catch (const std::bad_alloc&) {
         throw Error(Status::out_of_memory,
                     "route: out of memory for " + std::to_string(experts) + " experts' scores");
@@ -250,6 +243,12 @@ void route(const float* logits, std::int64_t tokens, std::int64_t experts, const
     const std::int64_t k = rule.top_k;
     for (std::int64_t t = 0; t < tokens; ++t)
         route_token(logits + t * experts, experts, rule, bias, s, ids + t * k, weights + t * k);
+}
+
+void route(const float* logits, std::int64_t tokens, std::int64_t experts, const RouterRule& rule,
+           const float* bias, std::int32_t* ids, float* weights) {
+    detail::RouteScratch scratch;
+    detail::route_into(logits, tokens, experts, rule, bias, ids, weights, scratch);
 }
 
 }  // namespace swiglu

@@ -37,26 +37,57 @@ std::vector<float> finite_values(const detail::CheckpointFiles& files,
     return v;
 }
 
-}  // namespace
-
-MoeLayer load_moe_layer(const std::string& path, std::int64_t layer, const Options& options) {
+// Routed experts [first, end) of the layer (all: first < 0), the shared
+// block where `with_shared`: what load_moe_layer and load_moe_layer_part build.
+MoeLayer load_layer(const std::string& path, std::int64_t layer, std::int64_t first,
+                    std::int64_t end, bool with_shared, const Options& options) {
     const detail::CheckpointFiles files = detail::CheckpointFiles::open(path);
     const detail::ResolvedMoe r = detail::resolve_moe_layer(files, layer);
+    const auto experts = static_cast<std::int64_t>(r.experts.size());
+    const bool part = first >= 0;
+    if (!part) {
+        first = 0;
+        end = experts;
+    } else if (end <= first || end > experts) {
+        detail::invalid("load_moe_layer_part: experts [" + std::to_string(first) + ", " +
+                        std::to_string(end) + ") of layer " + std::to_string(layer) +
+                        " must be a non-empty range within its E = " + std::to_string(experts));
+    }
     std::vector<Ffn> blocks;
-    blocks.reserve(r.experts.size());
-    for (const detail::FoundBlock& b : r.experts)
-        blocks.push_back(detail::build_ffn(detail::resolve_block(files, b), options));
+    blocks.reserve(static_cast<std::size_t>(end - first));
+    for (std::int64_t e = first; e < end; ++e)
+        blocks.push_back(detail::build_ffn(
+            detail::resolve_block(files, r.experts[static_cast<std::size_t>(e)]), options));
     std::unique_ptr<Ffn> shared;
-    if (r.shared)
+    if (r.shared && with_shared)
         shared = std::make_unique<Ffn>(
             detail::build_ffn(detail::resolve_block(files, *r.shared), options));
     const std::vector<float> router = finite_values(files, r.router, layer, "router");
     std::vector<float> bias, gate;
     if (r.bias) bias = finite_values(files, *r.bias, layer, "bias");
-    if (r.shared_gate) gate = finite_values(files, *r.shared_gate, layer, "shared expert gate");
-    return MoeLayer(WeightView::out_in(router.data(), r.info.experts, r.info.expert.d), r.info.rule,
-                    Experts(std::move(blocks)), bias.empty() ? nullptr : bias.data(),
-                    std::move(shared), gate.empty() ? nullptr : gate.data());
+    if (r.shared_gate && shared)
+        gate = finite_values(files, *r.shared_gate, layer, "shared expert gate");
+    const WeightView view = WeightView::out_in(router.data(), r.info.experts, r.info.expert.d);
+    const float* b = bias.empty() ? nullptr : bias.data();
+    const float* g = gate.empty() ? nullptr : gate.data();
+    if (!part)
+        return MoeLayer(view, r.info.rule, Experts(std::move(blocks)), b, std::move(shared), g);
+    return MoeLayer::part(view, r.info.rule, Experts(std::move(blocks)), first, b,
+                          std::move(shared), g);
+}
+
+}  // namespace
+
+MoeLayer load_moe_layer(const std::string& path, std::int64_t layer, const Options& options) {
+    return load_layer(path, layer, -1, -1, true, options);
+}
+
+MoeLayer load_moe_layer_part(const std::string& path, std::int64_t layer, std::int64_t first,
+                             std::int64_t end, bool with_shared, const Options& options) {
+    if (first < 0)
+        detail::invalid("load_moe_layer_part: first must be >= 0 (got " + std::to_string(first) +
+                        ")");
+    return load_layer(path, layer, first, end, with_shared, options);
 }
 
 }  // namespace swiglu

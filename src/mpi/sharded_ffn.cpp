@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "agreement.hpp"
+#include "partial_sum.hpp"
 
 namespace swiglu {
 
@@ -40,20 +41,6 @@ std::int64_t view_block(const Options& options) {
     BlockInfo f32;
     f32.gate_format = f32.up_format = f32.down_format = "F32";
     return block_values(f32, options);
-}
-
-// "q4_k" or "q4_k/q6_k" (gate|up / down): what a rank runs, to compare.
-std::string dtypes_text(const Options& o) {
-    std::string s = dtype_name(o.dtype);
-    if (o.down_dtype && *o.down_dtype != o.dtype) s += std::string("/") + dtype_name(*o.down_dtype);
-    return s;
-}
-
-// FNV-1a: the same value for the same text on every rank and machine.
-std::uint64_t fingerprint(const std::string& text) {
-    std::uint64_t h = 14695981039346656037ull;
-    for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    return h;
 }
 
 // Rows [begin, end) of a (rows, cols) matrix, or its columns, as a
@@ -95,66 +82,33 @@ ShardRange shard_range(std::int64_t f, int rank, int ranks, std::int64_t block) 
 }
 
 struct ShardedFfn::Impl {
-    MPI_Comm comm = MPI_COMM_NULL;
-    int rank = 0, ranks = 1;
+    detail::PartialSum ranks;  // the communicator, the agreements, the sum
     std::int64_t d = 0, f = 0;
     ShardRange shard;
     std::string identity;        // what block this is, to compare across ranks
     std::unique_ptr<Ffn> local;  // null when this rank holds no columns
-    // Scratch, grown to the largest call so far: the partial y, and the
-    // pieces of it received from every rank.
-    mutable std::vector<float> partial, receive;
-    // MPI's counts and offsets per rank: each rank's piece (what I send it,
-    // and what it gathers to all), and where each rank's copy of mine lands.
-    mutable std::vector<int> piece_counts, piece_offsets, receive_counts, receive_offsets;
-    mutable double collective_seconds = 0;
 
-    ~Impl() {
-        int finalized = 0;
-        MPI_Finalized(&finalized);
-        if (comm != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm);
-    }
-
-    // Collective: the constructors' common part (see its definition).
+    // Collective: runs `build` (which sets d, f, identity, shard and local)
+    // on every rank, then agrees: a failure on any rank throws on every
+    // rank, and so do ranks that built different blocks (another d or f,
+    // or another scheme, tensor names, stored or packed dtype: another
+    // file, say).
     template <class Build>
-    void construct(MPI_Comm caller, Build&& build);
-
-    void partial_sums(const float* x, std::int64_t tokens) const;
-    void sum(float* y, std::int64_t tokens) const;
+    void construct(MPI_Comm caller, Build&& build) {
+        ranks.construct(caller, "ShardedFfn", [&] { build(*this); });
+        const std::int64_t shape[2] = {d, f};
+        const char* const names[2] = {"d", "f"};
+        ranks.agree_same("ShardedFfn", shape, names, identity);
+    }
+    int rank() const { return ranks.rank(); }
+    int size() const { return ranks.ranks(); }
 };
-
-// Runs `build` (which sets the Impl's d, f, identity, shard and block) on
-// every rank, then agrees: a failure on any rank throws on every rank, and
-// so do ranks that built different blocks (another d or f, or another
-// scheme, tensor names, stored or packed dtype: another file, say).
-template <class Build>
-void ShardedFfn::Impl::construct(MPI_Comm caller, Build&& build) {
-    check_mpi(MPI_Comm_dup(caller, &comm), "MPI_Comm_dup");
-    MPI_Comm_rank(comm, &rank);
-    MPI_Comm_size(comm, &ranks);
-    for (auto* v : {&piece_counts, &piece_offsets, &receive_counts, &receive_offsets})
-        v->resize(static_cast<std::size_t>(ranks));
-    detail::agree(comm, detail::failure_of("ShardedFfn", [&] { build(*this); }).get());
-    // The max of each value and of its negation (complement) give its range.
-    std::int64_t shape[4] = {d, f, -d, -f};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, shape, 4, MPI_INT64_T, MPI_MAX, comm), "MPI_Allreduce");
-    const std::uint64_t h = fingerprint(identity);
-    std::uint64_t kind[2] = {h, ~h};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, kind, 2, MPI_UINT64_T, MPI_MAX, comm), "MPI_Allreduce");
-    if (shape[0] != -shape[2] || shape[1] != -shape[3] || kind[0] != ~kind[1])
-        throw Error(Status::invalid_argument,
-                    "ShardedFfn: the ranks loaded different blocks (d from " +
-                        std::to_string(-shape[2]) + " to " + std::to_string(shape[0]) +
-                        ", f from " + std::to_string(-shape[3]) + " to " +
-                        std::to_string(shape[1]) + "; this rank's: " + identity +
-                        "): every rank must load the same block, with the same dtype");
-}
 
 ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& up,
                        const WeightView& down, const Options& options)
     : impl_(std::make_unique<Impl>()) {
     impl_->construct(comm, [&](Impl& s) {
-        s.identity = "views, dtype " + dtypes_text(options);
+        s.identity = "views, dtype " + detail::dtypes_text(options);
         s.d = gate.in_features();
         s.f = gate.out_features();
         if (s.d < 1 || s.f < 1)
@@ -168,7 +122,7 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const WeightView& gate, const WeightView& 
                             std::to_string(s.d) + ", f = " + std::to_string(s.f) + ")");
         if (!gate.data || !up.data || !down.data)
             throw Error(Status::invalid_argument, "ShardedFfn: a weight's data is null");
-        s.shard = shard_range(s.f, s.rank, s.ranks, view_block(options));
+        s.shard = shard_range(s.f, s.rank(), s.size(), view_block(options));
         if (s.shard.size() > 0) {
             std::vector<float> g, u, dn;  // slices that are not contiguous in place
             s.local =
@@ -190,10 +144,11 @@ ShardedFfn::ShardedFfn(MPI_Comm comm, const std::string& path, const WeightSelec
         // once here so that every rank compares and cuts on the same.
         const Options run = stored_options(block, options);
         s.identity = block.scheme + " " + block.gate_name + " " + block.up_name + " " +
-                     block.down_name + " " + block.source_dtype + ", dtype " + dtypes_text(run);
+                     block.down_name + " " + block.source_dtype + ", dtype " +
+                     detail::dtypes_text(run);
         s.d = block.d;
         s.f = block.f;
-        s.shard = shard_range(s.f, s.rank, s.ranks, block_values(block, options));
+        s.shard = shard_range(s.f, s.rank(), s.size(), block_values(block, options));
         if (s.shard.size() > 0)
             s.local = std::make_unique<Ffn>(
                 load_ffn_slice(path, {s.shard.begin, s.shard.end}, selector, run));
@@ -214,94 +169,22 @@ ShardedFfn& ShardedFfn::operator=(ShardedFfn&&) noexcept = default;
 
 std::int64_t ShardedFfn::d() const { return impl_->d; }
 std::int64_t ShardedFfn::f() const { return impl_->f; }
-int ShardedFfn::rank() const { return impl_->rank; }
-int ShardedFfn::ranks() const { return impl_->ranks; }
+int ShardedFfn::rank() const { return impl_->rank(); }
+int ShardedFfn::ranks() const { return impl_->size(); }
 ShardRange ShardedFfn::shard() const { return impl_->shard; }
-double ShardedFfn::last_collective_seconds() const { return impl_->collective_seconds; }
+double ShardedFfn::last_collective_seconds() const { return impl_->ranks.collective_seconds(); }
 
 void ShardedFfn::forward(const float* x, float* y, std::int64_t tokens) const {
     if (!impl_) throw Error(Status::invalid_argument, "ShardedFfn: used after being moved from");
     const Impl& s = *impl_;
-    // Each rank checks the call and runs its shard; then one allreduce
-    // agrees on failures and token counts before any rank writes y: a bad
-    // argument or a failure anywhere, or token counts that differ, throw
-    // everywhere.
-    std::unique_ptr<Error> failure;
-    if (tokens < 0)
-        failure = std::make_unique<Error>(Status::invalid_argument,
-                                          "ShardedFfn::forward: tokens must be >= 0");
-    else if (tokens > 0 && (!x || !y))
-        failure = std::make_unique<Error>(Status::invalid_argument,
-                                          "ShardedFfn::forward: x or y is null");
-    else if (tokens > std::numeric_limits<std::int64_t>::max() / s.d / 4)
-        failure = std::make_unique<Error>(Status::invalid_argument,
-                                          "ShardedFfn::forward: tokens * d overflows");
-    if (!failure && tokens > 0)
-        failure = detail::failure_of("ShardedFfn::forward", [&] { s.partial_sums(x, tokens); });
-    // {lowest failing rank, as ranks - rank (0: none), max tokens, -min tokens}
-    std::int64_t agreed[3] = {failure ? s.ranks - s.rank : 0, tokens, -tokens};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT64_T, MPI_MAX, s.comm),
-              "MPI_Allreduce");
-    if (agreed[0] > 0) {
-        const int from = s.ranks - static_cast<int>(agreed[0]);
-        detail::throw_from(s.comm, from, from == s.rank ? failure.get() : nullptr);
-    }
-    if (agreed[1] != -agreed[2])
-        throw Error(Status::invalid_argument,
-                    "ShardedFfn::forward: every rank must pass the same token count (they passed " +
-                        std::to_string(-agreed[2]) + " to " + std::to_string(agreed[1]) + ")");
-    if (tokens == 0) return;
-    s.sum(y, tokens);
-}
-
-// This rank's shard: its partial y (zeros when it holds no columns).
-void ShardedFfn::Impl::partial_sums(const float* x, std::int64_t tokens) const {
-    partial.resize(static_cast<std::size_t>(tokens * d));
-    if (local)
-        local->forward(x, partial.data(), tokens);
-    else
-        std::fill(partial.begin(), partial.end(), 0.0f);
-}
-
-// Per round of the partial y's tokens x d values, cut into P pieces: each
-// rank sends piece t to rank t (Alltoallv), rank t sums what it got in rank
-// order, and the sums are gathered into y on every rank (Allgatherv).
-void ShardedFfn::Impl::sum(float* y, std::int64_t tokens) const {
-    collective_seconds = 0;
-    const auto start = std::chrono::steady_clock::now();
-    const std::int64_t total = tokens * d;
-    // MPI counts are ints: values per round that fit one.
-    constexpr std::int64_t kRound = INT_MAX / 2;
-    for (std::int64_t e0 = 0; e0 < total; e0 += kRound) {
-        const std::int64_t count = std::min(kRound, total - e0);
-        for (int t = 0; t < ranks; ++t) {
-            const std::int64_t begin = count * t / ranks, end = count * (t + 1) / ranks;
-            piece_counts[static_cast<std::size_t>(t)] = static_cast<int>(end - begin);
-            piece_offsets[static_cast<std::size_t>(t)] = static_cast<int>(begin);
-        }
-        const int mine = piece_counts[static_cast<std::size_t>(rank)];
-        receive.resize(static_cast<std::size_t>(mine) * static_cast<std::size_t>(ranks));
-        for (int t = 0; t < ranks; ++t) {  // from each rank: its copy of my piece
-            receive_counts[static_cast<std::size_t>(t)] = mine;
-            receive_offsets[static_cast<std::size_t>(t)] = mine * t;
-        }
-        check_mpi(MPI_Alltoallv(partial.data() + e0, piece_counts.data(), piece_offsets.data(),
-                                MPI_FLOAT, receive.data(), receive_counts.data(),
-                                receive_offsets.data(), MPI_FLOAT, comm),
-                  "MPI_Alltoallv");
-        // The sum in rank order, into the first copy: the same bits on every
-        // rank, whatever MPI does.
-        float* sum = receive.data();
-        for (int t = 1; t < ranks; ++t) {
-            const float* copy = receive.data() + std::int64_t{mine} * t;
-            for (int i = 0; i < mine; ++i) sum[i] += copy[i];
-        }
-        check_mpi(MPI_Allgatherv(sum, mine, MPI_FLOAT, y + e0, piece_counts.data(),
-                                 piece_offsets.data(), MPI_FLOAT, comm),
-                  "MPI_Allgatherv");
-    }
-    collective_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // This rank's shard: its partial y (zeros when it holds no columns).
+    s.ranks.forward("ShardedFfn::forward", s.d, x, y, tokens,
+                    [&](const float* in, std::int64_t n, float* partial) {
+                        if (s.local)
+                            s.local->forward(in, partial, n);
+                        else
+                            std::fill(partial, partial + n * s.d, 0.0f);
+                    });
 }
 
 }  // namespace swiglu

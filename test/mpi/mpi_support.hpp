@@ -4,6 +4,8 @@
 
 #include <mpi.h>
 
+#include <swiglu/swiglu.hpp>
+
 #include <cstring>
 #include <string>
 #include <vector>
@@ -38,6 +40,18 @@ inline bool same_on_every_rank(const std::vector<float>& v) {
     int same = std::memcmp(first.data(), v.data(), v.size() * sizeof(float)) == 0 ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return same == 1;
+}
+
+// The message every rank gets from `make`, which must throw ("no error" if
+// it does not).
+template <class Make>
+std::string error_on_every_rank(Make&& make) {
+    try {
+        make();
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "no error";
 }
 
 }  // namespace swiglu::test

@@ -137,6 +137,53 @@ TEST_CASE("y as the single process's, in x's shape, for 2 and 3 ranks and each f
         }
 }
 
+TEST_CASE("a Mixture-of-Experts layer runs sharded by experts, as the single process") {
+    // Mixtral's names, E = 6, k = 2: each rank loads its experts only.
+    const Fixture fx;
+    const std::int64_t E = 6, f = 48;
+    const std::string p = "model.layers.0.block_sparse_moe.";
+    std::vector<TensorSpec> tensors = {{p + "gate.weight",
+                                        "F32",
+                                        {E, Fixture::kD},
+                                        uniform(std::size_t(E * Fixture::kD), 0.5f, 7)}};
+    std::vector<RandomBlock> experts;
+    for (std::int64_t e = 0; e < E; ++e) {
+        const RandomBlock b(Fixture::kD, f, Layout::out_in, 50 + unsigned(e));
+        const std::string q = p + "experts." + std::to_string(e) + ".";
+        tensors.push_back({q + "w1.weight", "F32", {f, Fixture::kD}, b.gate});
+        tensors.push_back({q + "w3.weight", "F32", {f, Fixture::kD}, b.up});
+        tensors.push_back({q + "w2.weight", "F32", {Fixture::kD, f}, b.down});
+    }
+    const std::string dir = temp_dir(), weights = dir + "/model.safetensors";
+    write_file(weights, safetensors_bytes(tensors));
+    write_file(dir + "/config.json",
+               R"({"model_type": "mixtral", "num_local_experts": 6, "num_experts_per_tok": 2})");
+    std::vector<std::string> single = {SWIGLU_CLI_PATH};
+    for (const std::string& a : fx.args(weights, fx.x_path, fx.single)) single.push_back(a);
+    single.insert(single.end(), {"--layer", "0"});
+    REQUIRE(run_process(single).status == 0);
+    const std::vector<float> expected = read_y(fx.single);
+    for (const int ranks : {2, 3}) {
+        CAPTURE(ranks);
+        std::vector<std::string> args = fx.args(weights, fx.x_path, fx.y_path);
+        args.insert(args.end(), {"--layer", "0"});
+        const ProcessResult r = swiglu_mpi(ranks, args);
+        INFO("stderr: " << r.err);
+        REQUIRE(r.status == 0);
+        std::vector<std::int64_t> shape;
+        const std::vector<float> y = read_y(fx.y_path, &shape);
+        CHECK(shape == std::vector<std::int64_t>{2, 3, Fixture::kD});
+        // The same terms, the combine's k additions in another order
+        // (test_sharded_moe.cpp): within the block's f32 bound.
+        CHECK(relative_error(y, {expected.begin(), expected.end()}) <=
+              f32_tolerance(Fixture::kD, f));
+    }
+    // More ranks than experts: refused on every rank, named.
+    std::vector<std::string> args = fx.args(weights, fx.x_path, fx.y_path);
+    args.insert(args.end(), {"--layer", "0"});
+    expect_failure(swiglu_mpi(7, args), {"experts >= ranks"});
+}
+
 TEST_CASE("a rank that cannot load its checkpoint fails the run, named, y untouched") {
     const Fixture fx;
     const std::string truncated = fx.dir + "/truncated.safetensors";

@@ -63,17 +63,6 @@ std::string gguf_block(const RandomBlock& b, std::uint32_t type) {
                        {"blk.0.ffn_down.weight", type, {b.f, b.d}, b.down, ""}});
 }
 
-// The message every rank gets from `make`, which must throw.
-template <class Make>
-std::string error_on_every_rank(Make&& make) {
-    try {
-        make();
-    } catch (const Error& e) {
-        return e.what();
-    }
-    return "no error";
-}
-
 }  // namespace
 
 TEST_SUITE("mpi") {

@@ -6,6 +6,10 @@ namespace swiglu::test {
 
 const HfMoeNames kMixtralNames{
     "block_sparse_moe.", "w1.weight", "w3.weight", "w2.weight", nullptr, false, false};
+const char* const kQwen2MoeConfig =
+    R"({"model_type": "qwen2_moe", "num_experts": 6, "num_experts_per_tok": 4,
+        "norm_topk_prob": false, "shared_expert_intermediate_size": 40,
+        "moe_intermediate_size": 16, "decoder_sparse_step": 1})";
 const HfMoeNames kQwen2MoeNames{
     "mlp.", "gate_proj.weight", "up_proj.weight", "down_proj.weight", "shared_expert.", true,
     false};

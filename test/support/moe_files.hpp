@@ -51,6 +51,9 @@ struct HfMoeNames {
     bool bias;           // DeepSeek-V3's gate.e_score_correction_bias (E)
 };
 extern const HfMoeNames kMixtralNames, kQwen2MoeNames, kQwen3MoeNames, kDeepseekV3Names;
+// A Qwen2-MoE config.json for MoeWeights(d, 16, 6, 40, seed): 6 experts of
+// f = 16, top 4 without renormalising, a shared expert of 40.
+extern const char* const kQwen2MoeConfig;
 
 std::vector<TensorSpec> hf_moe_tensors(const MoeWeights& m, const HfMoeNames& names, int layer,
                                        const std::string& dtype,

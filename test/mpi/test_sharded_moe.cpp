@@ -1,0 +1,161 @@
+// ShardedMoeLayer under mpirun (expert parallelism): each rank loads its
+// range of a checkpoint's experts, routes every token, rank 0 adds the
+// shared block; y against the single process's MoeLayer within the f32
+// bound of the reordered combine, and against fp64; the same bits on every
+// rank and for any thread count; in place; failures on one rank reach all.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <swiglu/moe_checkpoint.hpp>
+#include <swiglu/mpi.hpp>
+
+#include "moe_files.hpp"
+#include "mpi_support.hpp"
+#include "reference.hpp"
+#include "safetensors_writer.hpp"
+
+using namespace swiglu;
+using namespace swiglu::test;
+
+namespace {
+
+// Rank 0 writes model.safetensors and config.json into a fresh folder;
+// every rank gets the weights' path.
+std::string shared_model(const std::vector<TensorSpec>& tensors, const std::string& config) {
+    std::string path;
+    if (world_rank() == 0) {
+        const std::string dir = temp_dir();
+        write_file(dir + "/model.safetensors", safetensors_bytes(tensors));
+        write_file(dir + "/config.json", config);
+        path = dir + "/model.safetensors";
+    }
+    return broadcast(path);
+}
+
+// The sharded layer against the single process on `tokens` tokens, and
+// against fp64 on the single process's routing.
+//
+// Tolerance: both compute the same f32 terms (each expert's block bit for
+// bit, the same routing: the router is replicated and deterministic); only
+// the order of the combine's at most k + 1 additions differs (j order
+// within a rank, then the ranks' sums in rank order). Each order's sum is
+// within (k + 1) u of the exact sum of the terms relative to the sum of
+// their magnitudes (softmax weights below 1, terms of max |y|'s order: a
+// few max |y|), so the two differ by some 10 u of max |y|: the block's f32
+// tolerance, 16 u (sqrt d + sqrt f) (>= 150 u here), bounds that with
+// room. Against fp64, the single process's own bound applies (3x, as in
+// test_moe_layer: k terms, each within the block's).
+void check_layer(const std::string& path, std::int64_t layer, const MoeWeights& m,
+                 const RouterRule& rule, bool shared, bool gate, std::int64_t f_max) {
+    const MoeLayer single = load_moe_layer(path, layer, Options{1});
+    const std::int64_t tokens = 13, k = rule.top_k;
+    const std::vector<float> x = random_input(tokens, m.d, 5);
+    std::vector<float> expected(x.size());
+    single.forward(x.data(), expected.data(), tokens);
+    std::vector<std::int32_t> ids(std::size_t(tokens * k));
+    std::vector<float> w(ids.size());
+    single.route(x.data(), tokens, ids.data(), w.data());
+    const std::vector<double> exact =
+        m.reference(x.data(), tokens, ids.data(), w.data(), k, shared, gate);
+
+    std::vector<float> first;
+    for (int threads : {1, 2}) {
+        CAPTURE(threads);
+        const ShardedMoeLayer sharded(MPI_COMM_WORLD, path, layer, Options{threads});
+        CHECK(sharded.d() == m.d);
+        CHECK(sharded.experts() == m.e);
+        CHECK(sharded.held().begin == m.e * world_rank() / world_size());
+        CHECK(sharded.held().end == m.e * (world_rank() + 1) / world_size());
+        CHECK((sharded.local().shared() != nullptr) == (shared && world_rank() == 0));
+        std::vector<float> y = x;
+        sharded.forward(y.data(), y.data(), tokens);  // in place
+        const double single_error = relative_error(y, {expected.begin(), expected.end()});
+        MESSAGE("max |sharded - single| / max |y|: ", single_error);
+        CHECK(single_error <= f32_tolerance(m.d, f_max));
+        CHECK(relative_error(y, exact) <= 3 * f32_tolerance(m.d, f_max));
+        CHECK(same_on_every_rank(y));
+        if (first.empty())
+            first = y;
+        else
+            CHECK(y == first);  // any thread count: the same bits
+    }
+}
+
+}  // namespace
+
+TEST_SUITE("mpi") {
+
+TEST_CASE("expert_range: contiguous, every expert once, none without experts") {
+    for (int ranks : {1, 2, 3, 5})
+        for (std::int64_t e : {5, 8, 64}) {
+            std::int64_t next = 0;
+            for (int r = 0; r < ranks; ++r) {
+                const ShardRange s = expert_range(e, r, ranks);
+                CHECK(s.begin == next);
+                CHECK(s.size() >= e / ranks);
+                CHECK(s.size() <= e / ranks + 1);
+                next = s.end;
+            }
+            CHECK(next == e);
+        }
+    CHECK_THROWS_AS(expert_range(2, 0, 3), Error);
+    CHECK_THROWS_AS(expert_range(8, 2, 2), Error);
+}
+
+TEST_CASE("sharded MoE layer: Qwen2-MoE (a gated shared expert) as one process computes it") {
+    const MoeWeights m(24, 16, 6, 40, 11);
+    const std::string path =
+        shared_model(hf_moe_tensors(m, kQwen2MoeNames, 0, "F32"), kQwen2MoeConfig);
+    RouterRule rule;
+    rule.top_k = 4;
+    check_layer(path, 0, m, rule, true, true, 40);
+}
+
+TEST_CASE("sharded MoE layer: DeepSeek-V3 (sigmoid, groups, bias, shared experts)") {
+    const std::int64_t d = 16, f = 12;
+    const MoeWeights m(d, f, 8, 2 * f, 31);
+    const std::string path = shared_model(
+        hf_moe_tensors(m, kDeepseekV3Names, 0, "F32"),
+        R"({"model_type": "deepseek_v3", "n_routed_experts": 8, "num_experts_per_tok": 3,
+            "n_group": 4, "topk_group": 2, "topk_method": "noaux_tc", "scoring_func": "sigmoid",
+            "routed_scaling_factor": 2.5, "norm_topk_prob": true, "n_shared_experts": 2,
+            "moe_intermediate_size": 12})");
+    RouterRule rule;
+    rule.top_k = 3;
+    check_layer(path, 0, m, rule, true, false, 2 * f);
+}
+
+TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail every rank") {
+    const MoeWeights m(16, 8, 4, 0, 3);
+    const std::string config =
+        R"({"model_type": "mixtral", "num_local_experts": 4, "num_experts_per_tok": 2})";
+    const std::string path = shared_model(hf_moe_tensors(m, kMixtralNames, 0, "F32"), config);
+    // The last rank asks for a layer the file does not have.
+    const std::int64_t layer = world_rank() == world_size() - 1 ? 7 : 0;
+    const std::string missing =
+        error_on_every_rank([&] { ShardedMoeLayer(MPI_COMM_WORLD, path, layer, Options{1}); });
+    CHECK(missing.find("rank " + std::to_string(world_size() - 1) + ": ") == 0);
+    // Fewer experts than ranks: no rank would gain, every rank says so.
+    const MoeWeights one(16, 8, 1, 0, 4);
+    const std::string single = shared_model(
+        hf_moe_tensors(one, kMixtralNames, 0, "F32"),
+        R"({"model_type": "mixtral", "num_local_experts": 1, "num_experts_per_tok": 1})");
+    const std::string few =
+        error_on_every_rank([&] { ShardedMoeLayer(MPI_COMM_WORLD, single, 0, Options{1}); });
+    CHECK(few.find("experts >= ranks") != std::string::npos);
+    // A token count that differs on one rank: refused everywhere, y untouched.
+    const ShardedMoeLayer layer0(MPI_COMM_WORLD, path, 0, Options{1});
+    const std::vector<float> x = random_input(3, m.d, 1);
+    std::vector<float> y(x.size(), 7.0f);
+    const std::int64_t tokens = world_rank() == 0 ? 2 : 3;
+    CHECK(error_on_every_rank([&] {
+              layer0.forward(x.data(), y.data(), tokens);
+          }).find("same token count") != std::string::npos);
+    CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
+}
+
+}  // TEST_SUITE

@@ -153,8 +153,8 @@ def _autograd(x, w_gate, w_up, w_down, dtype, threads):
     if packed != "f32":
         raise RuntimeError(
             "swiglu's backward needs an f32 block and this one packs %s: build it with "
-            "dtype='f32' (or trainable=True) to train through it, or run under "
-            "torch.no_grad()" % packed)
+            "dtype='f32' to pass gradients through it (to its input or its weights), or run "
+            "under torch.no_grad()" % packed)
     x32 = x.to(_torch.float32).contiguous()  # recorded: the gradient comes back in x's dtype
     y = _Backward.apply(x32, w_gate, w_up, w_down, ffn)
     return y if x.dtype == _torch.float32 else y.to(x.dtype)

@@ -270,3 +270,14 @@ def test_every_form_of_a_swapped_model_trains_as_plain_pytorch():
         got = train(model)
         assert np.max(np.abs(got - want) / np.abs(want)) <= LOSS_TOLERANCE, name
         assert len(st._blocks) <= blocks + 3, name  # repacked in place, one entry per block
+
+
+def test_weights_made_in_inference_mode():
+    with torch.inference_mode():  # inference tensors keep no version counter
+        torch.manual_seed(6)
+        seed = LlamaMLP(8, 16)
+        fast = SwiGLU.from_module(seed, threads=1)
+        x = torch.rand(2, 8) * 2 - 1
+        assert error(fast(x), seed(x)) <= SEED_TOLERANCE
+    with torch.no_grad():
+        assert error(fast(x), seed(x)) <= SEED_TOLERANCE

@@ -58,7 +58,10 @@ _packing = _threading.Lock()  # taken to pack only: lookups are plain dict reads
 
 
 def _state(w):
-    return (w.data_ptr(), w._version, w.dtype, tuple(w.shape), w.stride())
+    # Inference tensors keep no version counter (they change only inside
+    # inference_mode, where nothing can tell): their blocks are not repacked.
+    version = None if w.is_inference() else w._version
+    return (w.data_ptr(), version, w.dtype, tuple(w.shape), w.stride())
 
 
 def _numpy(weight):
@@ -113,7 +116,7 @@ def _forward(x, w_gate, w_up, w_down, dtype, threads):
     """y = block(x), outside autograd; y has x's dtype (the block runs in float32)."""
     _check_input(x, w_gate)
     ffn = _block(w_gate, w_up, w_down, dtype, threads)
-    x32 = x.detach().to(_torch.float32)
+    x32 = (x.detach() if x.requires_grad else x).to(_torch.float32)
     y = ffn.forward(x32, copy=not x32.is_contiguous())
     return y if x.dtype == _torch.float32 else y.to(x.dtype)
 
@@ -161,12 +164,13 @@ def _autograd(x, w_gate, w_up, w_down, dtype, threads):
 
 
 def _autocast(x, w_gate, w_up, w_down, dtype, threads):
-    # As autocast treats nn.Linear: a floating x runs in bfloat16 and the
+    # As autocast treats nn.Linear: a float or half x runs in bfloat16 and the
     # result is bfloat16. An f32 block becomes a bf16 one, except where a
     # gradient is needed (swiglu's backward is f32: the block then runs in
     # f32 and only the result is bfloat16).
     with _torch.autocast("cpu", enabled=False):
-        if x.is_floating_point() and _torch.get_autocast_cpu_dtype() == _torch.bfloat16:
+        if x.dtype in (_torch.float32, _torch.float16) and \
+                _torch.get_autocast_cpu_dtype() == _torch.bfloat16:
             grad = _torch.is_grad_enabled() and (
                 x.requires_grad or w_gate.requires_grad or w_up.requires_grad or
                 w_down.requires_grad)
@@ -290,6 +294,13 @@ class SwiGLU(_nn.Module):
         it. Raises TypeError for a module without such children, ValueError
         for biases, an act_fn other than SiLU or mismatched shapes.
         """
+        block = cls._build(module, dtype, threads, trainable)
+        block._train(trainable)
+        return block
+
+    @classmethod
+    def _build(cls, module, dtype, threads, trainable):
+        """The block of `module`, packed, its weights' flags untouched."""
         names = _scheme(module)
         if names is None:
             raise TypeError(
@@ -310,12 +321,15 @@ class SwiGLU(_nn.Module):
         block.__dict__.update(_original=module,
                               _requires_grad=[lin.weight.requires_grad for lin in linears])
         block.ffn  # packs now, as __init__ does
-        if trainable is None:
-            trainable = None if dtype == "f32" else False
-        if trainable is not None:
-            for linear in linears:
-                linear.weight.requires_grad_(trainable)
         return block
+
+    def _train(self, trainable):
+        # None: as they are for f32 (the only format with a backward), else frozen.
+        if trainable is None and self.dtype != "f32":
+            trainable = False
+        if trainable is not None:
+            for w in self._weights():
+                w.requires_grad_(trainable)
 
     def _weights(self):
         return tuple(getattr(self, n).weight for n in self._names)
@@ -401,11 +415,12 @@ def replace_mlps(model, dtype=None, threads=0, trainable=None):
         return names is not None
 
     found = _walk(model, take)
-    built = {}
+    built = {}  # every block packed before the model changes
     for parent, name, child in found:
         if id(child) not in built:
-            built[id(child)] = SwiGLU.from_module(child, dtype=dtype, threads=threads,
-                                                  trainable=trainable)
+            built[id(child)] = SwiGLU._build(child, dtype, threads, trainable)
+    for block in built.values():
+        block._train(trainable)
     for parent, name, child in found:
         setattr(parent, name, built[id(child)])
     return len(found)

@@ -50,7 +50,7 @@ def _threads(threads):
 # every call, eager, traced or scripted). A block is found by their identity
 # and checked against their state: the version counter that every in-place
 # change bumps (optimizer steps, load_state_dict's copy_), the data pointer
-# (a .data swap), shape, strides and dtype. The entries of a set of weights
+# (a .data swap) and the shape. The entries of a set of weights
 # go when any of them dies, so an identity is never reused for other memory.
 
 _blocks = {}  # (id(gate), id(up), id(down)) -> {(dtype, threads): (state, Ffn)}
@@ -60,8 +60,10 @@ _packing = _threading.Lock()  # taken to pack only: lookups are plain dict reads
 def _state(w):
     # Inference tensors keep no version counter (they change only inside
     # inference_mode, where nothing can tell): their blocks are not repacked.
+    # A new dtype or layout comes with new memory (.data = ...) or a version
+    # bump (in-place ops): pointer, version and shape tell every change.
     version = None if w.is_inference() else w._version
-    return (w.data_ptr(), version, w.dtype, tuple(w.shape), w.stride())
+    return (w.data_ptr(), version, w.shape)
 
 
 def _numpy(weight):
@@ -75,7 +77,8 @@ def _block(w_gate, w_up, w_down, dtype, threads):
     ids = (id(w_gate), id(w_up), id(w_down))
     key = (dtype, _threads(threads))
     state = tuple(_state(w) for w in weights)
-    entry = _blocks.get(ids, {}).get(key)
+    entry = _blocks.get(ids)
+    entry = entry and entry.get(key)
     if entry is not None and entry[0] == state:
         return entry[1]
     with _packing:

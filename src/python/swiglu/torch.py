@@ -40,7 +40,8 @@ def _threads(threads):
     """The thread count a block built with `threads` runs on: 0 (the
     default) follows torch.get_num_threads() at the time the block is built,
     so torch.set_num_threads (or OMP_NUM_THREADS) sizes torch's ops and
-    swiglu's blocks alike; any other count is the block's own."""
+    swiglu's blocks alike; any other count is the block's own. A SwiGLU
+    module keeps the count (the operator's `threads` argument, never 0)."""
     return int(threads) or _torch.get_num_threads()
 
 
@@ -75,7 +76,7 @@ def _block(w_gate, w_up, w_down, dtype, threads):
     """The swiglu block for these weights as they are now, packed in `dtype`."""
     weights = (w_gate, w_up, w_down)
     ids = (id(w_gate), id(w_up), id(w_down))
-    key = (dtype, _threads(threads))
+    key = (dtype, threads)
     state = tuple(_state(w) for w in weights)
     entry = _blocks.get(ids)
     entry = entry and entry.get(key)
@@ -85,7 +86,7 @@ def _block(w_gate, w_up, w_down, dtype, threads):
         entry = _blocks.get(ids, {}).get(key)
         if entry is not None and entry[0] == state:
             return entry[1]
-        ffn = _Ffn(*(_numpy(w) for w in weights), layout="out_in", dtype=dtype, threads=key[1])
+        ffn = _Ffn(*(_numpy(w) for w in weights), layout="out_in", dtype=dtype, threads=threads)
         per = _blocks.get(ids)
         if per is None:
             per = _blocks[ids] = {}
@@ -279,7 +280,7 @@ class SwiGLU(_nn.Module):
             setattr(self, name, linear)
         _check(self, self._names)
         self.dtype = _dtype_of([w_gate], dtype, False)
-        self.threads = int(threads)
+        self.threads = _threads(threads)
         self.__dict__.update(_original=None, _requires_grad=None)
         self.ffn  # packs now: a bad dtype or shape raises here, not at the first call
 
@@ -318,7 +319,7 @@ class SwiGLU(_nn.Module):
         for name, linear in zip(names, linears):
             setattr(block, name, linear)
         block.dtype = dtype
-        block.threads = int(threads)
+        block.threads = _threads(threads)
         # Not a child: the replaced module is kept for restore_mlps, outside
         # the module tree (its Parameters are this block's own).
         block.__dict__.update(_original=module,

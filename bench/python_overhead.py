@@ -16,8 +16,8 @@ import swiglu
 D, F, CALLS, ROUNDS = 128, 341, 20000, 7
 
 rng = np.random.default_rng(0)
-ffn = swiglu.Ffn(*(rng.uniform(-0.1, 0.1, s).astype(np.float32) for s in [(F, D), (F, D), (D, F)]),
-                 threads=1)
+weights = [rng.uniform(-0.1, 0.1, s).astype(np.float32) for s in [(F, D), (F, D), (D, F)]]
+ffn = swiglu.Ffn(*weights, threads=1)
 x = rng.uniform(-1, 1, (1, D)).astype(np.float32)
 out = np.empty_like(x)
 try:
@@ -37,9 +37,7 @@ def timed(call):
 ways = {"python": lambda: ffn.forward(x, out=out)}
 if torch is not None:
     xt, outt = torch.from_numpy(x), torch.from_numpy(out.copy())
-    module = SwiGLU.__new__(SwiGLU)
-    torch.nn.Module.__init__(module)
-    module.ffn = ffn  # the same block, as a module
+    module = SwiGLU(*weights, threads=1)  # the same block, as a module
     ways["tensors"] = lambda: ffn.forward(xt, out=outt)
     ways["module"] = lambda: module(xt)
 best = {name: float("inf") for name in ways}

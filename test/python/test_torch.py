@@ -96,8 +96,10 @@ def test_from_module_matches_the_seed(d, f, lead, seed_module):
     with torch.no_grad():
         want = seed(x).numpy().astype(np.float64)
         exact = copy.deepcopy(seed).double()(x.double()).numpy()
-    got = fast(x)
+    got = fast(x)  # the weights require grad, as the seed's do: so does y
     assert isinstance(got, torch.Tensor) and got.shape == x.shape and got.dtype == torch.float32
+    assert got.requires_grad
+    got = got.detach()
     assert relative_error(got.numpy(), exact) <= SEED_TOLERANCE
     assert relative_error(got.numpy(), want) <= SEED_TOLERANCE + relative_error(want, exact)
     names = ("gate_proj", "val_proj", "out_proj") if seed_module is SwiGLUFeedForward else (
@@ -118,7 +120,7 @@ def test_the_glassllm_known_values_through_torch():
     trace = fast.ffn.trace(x)
     assert isinstance(trace["ffn.act"], torch.Tensor)
     np.testing.assert_allclose(trace["ffn.act"].numpy(), [[-0.537883, 0.0, 2.924234]], rtol=1e-6, atol=1e-6)
-    np.testing.assert_allclose(fast(x).numpy(), [[2.386351]], rtol=1e-6)
+    np.testing.assert_allclose(fast(x).detach().numpy(), [[2.386351]], rtol=1e-6)
 
 
 def test_replace_mlps_in_a_stack_gives_the_same_outputs():
@@ -182,22 +184,32 @@ def test_modules_swiglu_cannot_run_are_refused_and_nothing_changes():
 
 
 @pytest.mark.parametrize("seed_module", [SwiGLUFeedForward, LlamaMLP])
-def test_gradients_flow_to_the_input_as_in_the_seed(seed_module):
+def test_gradients_reach_the_input_and_the_weights_as_in_the_seed(seed_module):
     torch.manual_seed(11)
     d, f = 33, 61
     seed = seed_module(d, f)
-    fast = SwiGLU.from_module(seed, threads=2)
+    fast = SwiGLU.from_module(seed, threads=2)  # shares the seed's Linear layers
+    params = list(seed.parameters())
+    assert list(fast.parameters()) == params  # the same Parameters, still trainable
     x = (torch.rand(2, 7, d) * 2 - 1).requires_grad_()
     r = torch.rand(2, 7, d)  # L = sum(y * r)
     (seed(x) * r).sum().backward()
-    want = x.grad.clone()
+    want = [t.grad.clone() for t in [x] + params]
+    for t in [x] + params:
+        t.grad = None
+    (fast(x) * r).sum().backward()
+    # The backward's f32 bound (test_swiglu.py, backward_tolerance), for dx
+    # and for each weight's gradient.
+    bound = 16 * 2.0 ** -24 * (np.sqrt(d) + np.sqrt(2 * f) + np.sqrt(14)) + 1e-6
+    for t, w in zip([x] + params, want):
+        assert relative_error(t.grad.numpy(), w.numpy().astype(np.float64)) <= bound
+    # Only what requires grad gets one (and only those are computed).
+    for p in params:
+        p.grad = None
+    params[1].requires_grad_(False)
     x.grad = None
     (fast(x) * r).sum().backward()
-    # The backward's f32 bound (test_swiglu.py, backward_tolerance).
-    bound = 16 * 2.0 ** -24 * (np.sqrt(d) + np.sqrt(2 * f) + np.sqrt(14)) + 1e-6
-    assert relative_error(x.grad.numpy(), want.numpy().astype(np.float64)) <= bound
-    # The weights are frozen: no parameters to train.
-    assert list(fast.parameters()) == []
+    assert params[1].grad is None and params[0].grad is not None and x.grad is not None
 
 
 def test_gradients_through_a_stack_and_refusals():

@@ -25,7 +25,10 @@ echo "$out" | awk '
         if (bound != want_bound) { print "FAIL: wrong bound (want " want_bound "): " $0; bad++ }
         if (($2 == "q4_0") != (kern != "-")) { print "FAIL: kern_GOP only and always on block formats: " $0; bad++ }
         want = 100 * limit / ms
-        if (share < want - 1 || share > want + 1) { print "FAIL: share != limit / time: " $0; bad++ }
+        # The printed limit and time carry 4 digits: 1 point, or 1 % of a
+        # share in the thousands (a loaded machine's fixed cost).
+        slack = want > 100 ? want / 100 : 1
+        if (share < want - slack || share > want + slack) { print "FAIL: share != limit / time: " $0; bad++ }
     }
     END {
         n = 0

@@ -26,7 +26,7 @@ echo "$out" | awk '
         if (($2 == "q4_0") != (kern != "-")) { print "FAIL: kern_GOP only and always on block formats: " $0; bad++ }
         want = 100 * limit / ms
         # The printed limit and time carry 4 digits: 1 point, or 1 % of a
-        # share in the thousands (a loaded machine's fixed cost).
+        # share in the thousands (the fixed cost on a loaded machine).
         slack = want > 100 ? want / 100 : 1
         if (share < want - slack || share > want + slack) { print "FAIL: share != limit / time: " $0; bad++ }
     }

@@ -36,5 +36,8 @@ echo "installing: ${missing[*]}"
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
 export DEBIAN_FRONTEND=noninteractive
-"${as_root[@]}" apt-get update -qq
-"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Waits for another apt / dpkg (an unattended upgrade, a second script) to
+# let go of the lock rather than failing at once.
+apt=(apt-get -o DPkg::Lock::Timeout=600)
+"${as_root[@]}" "${apt[@]}" update -qq
+"${as_root[@]}" "${apt[@]}" install -y -qq --no-install-recommends "${missing[@]}"

@@ -75,7 +75,12 @@ if [[ -n $(git -C "$root" status --porcelain --untracked-files=no 2> /dev/null) 
     ours="$ours (modified)"
 fi
 echo "date:     $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "machine:  $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs"
+# lscpu's name alone ("AMD EPYC" in a VM) hides the generation: family,
+# model and the ISA extensions the kernels choose between.
+isa=$(grep -m1 '^flags' /proc/cpuinfo | tr ' ' '\n' |
+    grep -x -E 'avx2|avx512f|avx512_vnni|avx512_bf16|amx_tile' | tr '\n' ' ' || true)
+echo "machine:  $(lscpu | sed -n 's/^Model name: *//p'), $(nproc) CPUs (family" \
+    "$(lscpu | sed -n 's/^CPU family: *//p'), model $(lscpu | sed -n 's/^Model: *//p'); ${isa% })"
 echo "swiglu:   $ours"
 echo "ggml:     $(git -C "$ggml_dir" rev-parse HEAD 2> /dev/null || echo unknown) ($ggml_dir)"
 sed -n 's/^ggml: \(.*\) (commit.*/ggml ver: \1/p' "$out/ggml.md"

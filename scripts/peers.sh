@@ -60,8 +60,13 @@ if [[ ! -s "$out/ggml.tsv" ]]; then
     exit 1
 fi
 echo "the torch peer" >&2
+# OpenBLAS as a user's machine runs it: OPENBLAS_CORETYPE (a machine may set
+# it, e.g. to Haswell) would choose its kernels instead of its own detection
+# (Cooperlake's AVX-512 ones on Zen 4/5), OPENBLAS_L2_SIZE its blocking.
+openblas_env=$(env | grep -E '^OPENBLAS_(CORETYPE|L2_SIZE)=' | tr '\n' ' ' || true)
 torch_status=0
-PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" flock -x "$lock" "$py" \
+env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE \
+    PYTHONPATH="$build/python${PYTHONPATH:+:$PYTHONPATH}" flock -x "$lock" "$py" \
     "$root/bench/peers/torch_peer.py" --shapes "$shapes" --dtypes f32,bf16 --tokens 1,512 \
     --threads "$threads" --tsv "$out/torch.tsv" > "$out/torch.md" 2> "$out/torch.err" ||
     torch_status=$?
@@ -86,6 +91,7 @@ echo "ggml:     $(git -C "$ggml_dir" rev-parse HEAD 2> /dev/null || echo unknown
 sed -n 's/^ggml: \(.*\) (commit.*/ggml ver: \1/p' "$out/ggml.md"
 sed -n 's/^torch: /torch:    /p; s/^OpenBLAS: /OpenBLAS: /p; s/^libblas.so.3 alternative: /libblas:  /p' \
     "$out/torch.md"
+if [[ -n $openblas_env ]]; then echo "unset for the torch peer: ${openblas_env% }"; fi
 echo "command:  scripts/peers.sh GGML_DIR $*  ($threads threads; ratio = peer ms / ours per round,"
 echo "          median; > 1: ours faster)"
 echo

@@ -266,6 +266,9 @@ def main():
     print(f"float32 F.linear's BLAS (mapped): {', '.join(blas['libs']) or 'none mapped'}")
     if blas["openblas"] is not None:
         print(f"OpenBLAS: {blas['openblas_config']}")
+    forced = {k: v for k, v in os.environ.items() if k.startswith("OPENBLAS_")}
+    if forced:  # OPENBLAS_CORETYPE overrides the kernels it would pick for this CPU
+        print("OpenBLAS environment: " + " ".join(f"{k}={v}" for k, v in sorted(forced.items())))
     print(f"swiglu: {swiglu.version()} ({os.path.dirname(swiglu.__file__)})")
     if blas["reference"]:
         msg = ("torch's float32 runs on the netlib REFERENCE BLAS (Debian's libblas3), ~9x "

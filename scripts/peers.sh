@@ -15,6 +15,8 @@
 # tokens, 2 threads, and prints the machine, both commits, torch's and
 # OpenBLAS's versions and one markdown table: "ours ms vs peer ms: ratio".
 # --quick: cyber only (~2 min after the build; the full run ~10 min).
+# The torch peer runs with OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset
+# (printed when they were set): OpenBLAS picks its own kernels for the CPU.
 # Environment: BUILD_DIR (default build), JOBS (default 2), PYTHON (default
 # /usr/bin/python3: Debian's torch), THREADS (default 2). Builds hold
 # `flock -s /tmp/cpu.lock`, the timings `flock -x /tmp/cpu.lock`.

@@ -4,8 +4,10 @@
 //
 //   swiglu_ggml_peer [--quick] [--moe] [--shapes glass,cyber,llama7b]
 //                    [--dtypes f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,q4_k_m]
-//                    [--tokens 1,16,128,512] [--threads 1,2]
+//                    [--tokens 1,16,128,512] [--threads 1,2] [--tsv FILE]
 //
+// --tsv FILE: the dense rows also go to FILE, tab-separated, for scripts
+// (scripts/peers.sh); the columns are torch_peer.py's --tsv ones.
 // --moe, or MoE shapes (qwen3moe, olmoe, mixtral) in --shapes: the routed
 // experts' rows (ggml_peer_moe.cpp) instead of, or after, the dense block's.
 //
@@ -34,6 +36,7 @@
 #include <ggml.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -242,6 +245,7 @@ struct Args {
                                        "q4_k", "q5_k", "q6_k", "q4_k_m"};
     std::vector<int64_t> tokens = {1, 16, 128, 512};
     std::vector<int> threads = {1, 2};
+    std::string tsv;  // --tsv FILE: the dense rows, tab-separated ("": none)
     MoeArgs moe;
 };
 
@@ -261,10 +265,11 @@ bool is_moe_shape(const std::string& name) {
     std::fprintf(status ? stderr : stdout,
                  "usage: swiglu_ggml_peer [--quick] [--moe] [--shapes glass,cyber,llama7b]\n"
                  "       [--dtypes f32,bf16,q8_0,q4_0,q4_k,q5_k,q6_k,q4_k_m]\n"
-                 "       [--tokens 1,16,128,512] [--threads 1,2]\n"
+                 "       [--tokens 1,16,128,512] [--threads 1,2] [--tsv FILE]\n"
                  "  --moe: the MoE rows (qwen3moe, olmoe, mixtral; default dtypes\n"
                  "  bf16,q8_0,q4_0,q4_k, tokens 1,4,16,128,512, threads 2) instead of the\n"
-                 "  dense ones; MoE shapes may also be named in --shapes\n");
+                 "  dense ones; MoE shapes may also be named in --shapes\n"
+                 "  --tsv FILE: the dense rows also to FILE, tab-separated\n");
     std::exit(status);
 }
 
@@ -312,6 +317,8 @@ Args parse(int argc, char** argv) {
             a.threads.clear();
             threads_given = true;
             for (const auto& t : split(argv[++i])) a.threads.push_back(std::stoi(t));
+        } else if (arg == "--tsv" && has_value) {
+            a.tsv = argv[++i];
         } else {
             usage(arg == "--help" || arg == "-h" ? 0 : 2);
         }
@@ -428,7 +435,7 @@ void run_ggml(const Backend& be, const GgmlGraph& g) { compute(be, g.graph); }
 // per (M, T). Returns the rows over the check's bound; `summaries` gets
 // the entry's error line (block formats).
 int run_entry(const Backend& be, const Args& args, const Shape& base, const BenchDtype& bd,
-              std::vector<std::string>& summaries) {
+              std::vector<std::string>& summaries, std::FILE* tsv) {
     const Shape shape = swiglu_bench::is_grouped(bd.dtype) ? padded_shape(base, bd) : base;
     const auto w = swiglu_bench::make_weights(shape);
     const GgmlWeights gw(be, *w, bd);
@@ -489,6 +496,12 @@ int run_entry(const Backend& be, const Args& args, const Shape& base, const Benc
                 r.a.median * 1e3, r.b.median * 1e3, r.ratio.median, ours_gbs, ggml_gbs, err,
                 err64[0], err64[1], note.c_str());
             std::fflush(stdout);
+            if (tsv) {
+                std::fprintf(tsv, "%s\t%s\t%lld\t%d\t%.6g\t%.6g\t%.4f\t%.2e\t%s\n", shape.name,
+                             bd.name, (long long)m, t, r.a.median * 1e3, r.b.median * 1e3,
+                             r.ratio.median, err, note.c_str());
+                std::fflush(tsv);
+            }
         }
     }
     const std::string line = tally.summary(shape, bd);
@@ -500,6 +513,17 @@ int run_entry(const Backend& be, const Args& args, const Shape& base, const Benc
 
 int main(int argc, char** argv) {
     const Args args = parse(argc, argv);
+    // Opened first: a bad path changes nothing and times nothing.
+    std::unique_ptr<std::FILE, int (*)(std::FILE*)> tsv(nullptr, std::fclose);
+    if (!args.tsv.empty()) {
+        tsv.reset(std::fopen(args.tsv.c_str(), "w"));
+        if (!tsv) {
+            std::fprintf(stderr, "swiglu_ggml_peer: --tsv: cannot write '%s': %s\n",
+                         args.tsv.c_str(), std::strerror(errno));
+            return 2;
+        }
+        std::fprintf(tsv.get(), "shape\tdtype\tM\tT\tours_ms\tpeer_ms\tratio\trel_err\tnote\n");
+    }
     ggml_log_set(
         [](ggml_log_level level, const char* text, void*) {
             if (level >= GGML_LOG_LEVEL_WARN) std::fputs(text, stderr);
@@ -531,7 +555,7 @@ int main(int argc, char** argv) {
             if (!listed(args.shapes, base.name)) continue;
             for (const BenchDtype& bd : swiglu_bench::all_dtypes())
                 if (has_ggml_type(bd.dtype) && listed(args.dtypes, bd.name))
-                    mismatches += run_entry(be, args, base, bd, summaries);
+                    mismatches += run_entry(be, args, base, bd, summaries, tsv.get());
         }
         if (!summaries.empty()) {
             std::printf(

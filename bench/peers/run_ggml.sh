@@ -12,7 +12,9 @@
 # side as llama.cpp's build_moe_ffn) instead of the dense block's; with
 # --shapes, only the MoE shapes named. --probe: our bench's machine probe
 # (peak FLOP rates, DRAM read) first.
-# Environment: BUILD_DIR (default build), JOBS (default 2). Builds run under
+# Environment: BUILD_DIR (default build), JOBS (default 2), EXTRA_TARGETS
+# (more targets to build first, space-separated: scripts/peers.sh adds the
+# Python module). Builds run under
 # `flock -s /tmp/cpu.lock`, the timing under `flock -x /tmp/cpu.lock`.
 set -euo pipefail
 
@@ -43,7 +45,8 @@ if command -v ccache > /dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=c
 flock -s "$lock" cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release "${launcher[@]}" \
     -DSWIGLU_GGML_DIR="$ggml_dir" > "$build/ggml-configure.log" 2>&1 ||
     { tail -30 "$build/ggml-configure.log"; exit 1; }
-targets=(swiglu_ggml_peer)
+read -r -a extra <<< "${EXTRA_TARGETS:-}"
+targets=(swiglu_ggml_peer "${extra[@]}")
 if [[ $probe == 1 ]]; then targets+=(swiglu_bench); fi
 flock -s "$lock" cmake --build "$build" -j"$jobs" --target "${targets[@]}" \
     > "$build/ggml-build.log" 2>&1 || { tail -30 "$build/ggml-build.log"; exit 1; }

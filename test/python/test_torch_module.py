@@ -146,6 +146,30 @@ def test_in_place_changes_and_new_tensors_repack():
         assert error(fast(x), seed(x)) <= SEED_TOLERANCE and fast.ffn is not first
         seed.gate_proj.weight.data = torch.rand(40, 16)  # a new tensor under the same Parameter
         assert error(fast(x), seed(x)) <= SEED_TOLERANCE
+        # A write through .data has its own version counter: not seen until repack().
+        seed.down_proj.weight.data.mul_(3)
+        stale = fast.ffn
+        fast.repack()
+        assert fast.ffn is not stale and error(fast(x), seed(x)) <= SEED_TOLERANCE
+    # A square block's weight swapped for its transpose (same memory, same
+    # shape): the strides tell.
+    square = LlamaMLP(16, 16)
+    block = SwiGLU.from_module(square, threads=1)
+    with torch.no_grad():
+        block(x)
+        square.gate_proj.weight.data = square.gate_proj.weight.data.t()
+        assert error(block(x), square(x)) <= SEED_TOLERANCE
+
+
+def test_restore_drops_the_packed_blocks():
+    gc.collect()
+    before = len(st._blocks)
+    model = swapped()
+    with torch.no_grad():
+        model(tokens())
+    assert len(st._blocks) == before + 3
+    st.restore_mlps(model)
+    assert len(st._blocks) == before
 
 
 def test_blocks_go_with_their_weights():

@@ -62,9 +62,11 @@ def _state(w):
     # Inference tensors keep no version counter (they change only inside
     # inference_mode, where nothing can tell): their blocks are not repacked.
     # A new dtype or layout comes with new memory (.data = ...) or a version
-    # bump (in-place ops): pointer, version and shape tell every change.
+    # bump (in-place ops); the strides tell a transpose of a square weight
+    # swapped in. What none of them sees: a write through another tensor's
+    # version counter (w.data.copy_(...), a numpy view): SwiGLU.repack().
     version = None if w.is_inference() else w._version
-    return (w.data_ptr(), version, w.shape)
+    return (w.data_ptr(), version, w.shape, w.stride())
 
 
 def _numpy(weight):
@@ -78,22 +80,30 @@ def _block(w_gate, w_up, w_down, dtype, threads):
     ids = (id(w_gate), id(w_up), id(w_down))
     key = (dtype, threads)
     state = tuple(_state(w) for w in weights)
-    entry = _blocks.get(ids)
-    entry = entry and entry.get(key)
+    per = _blocks.get(ids)
+    entry = per.get(key) if per is not None else None
     if entry is not None and entry[0] == state:
         return entry[1]
     with _packing:
-        entry = _blocks.get(ids, {}).get(key)
+        per = _blocks.get(ids)
+        entry = per.get(key) if per is not None else None
         if entry is not None and entry[0] == state:
             return entry[1]
         ffn = _Ffn(*(_numpy(w) for w in weights), layout="out_in", dtype=dtype, threads=threads)
-        per = _blocks.get(ids)
-        if per is None:
-            per = _blocks[ids] = {}
+        if per is not None:
+            per[key] = (state, ffn)
+        else:
+            # Published whole: a lookup without the lock never sees it empty.
+            _blocks[ids] = {key: (state, ffn)}
             for w in weights:
                 _weakref.finalize(w, _blocks.pop, ids, None)
-        per[key] = (state, ffn)
         return ffn
+
+
+def _forget(w_gate, w_up, w_down):
+    """Drops every block packed for these weights (each dtype and thread count)."""
+    with _packing:
+        _blocks.pop((id(w_gate), id(w_up), id(w_down)), None)
 
 
 # ---- The operator: swiglu::ffn ------------------------------------------
@@ -343,6 +353,14 @@ class SwiGLU(_nn.Module):
         """The swiglu.Ffn that runs the block for the weights as they are now."""
         return _block(*self._weights(), self.dtype, self.threads)
 
+    def repack(self):
+        """Packs the weights again, now. Needed only after a write the block
+        cannot see: one through another tensor (w.data.copy_(...),
+        w.data.normal_(), a numpy view of w); in-place ops on the weights
+        themselves, load_state_dict and optimizer steps are seen."""
+        _forget(*self._weights())
+        self.ffn
+
     @property
     def d(self):
         return self._weights()[0].shape[1]
@@ -440,6 +458,7 @@ def restore_mlps(model):
         original = block._original
         if original is None:
             continue
+        _forget(*block._weights())  # the packed copies go with the swap
         for n, flag in zip(block._names, block._requires_grad):
             linear = getattr(block, n)
             setattr(original, n, linear)

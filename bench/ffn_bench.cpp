@@ -114,12 +114,13 @@ struct Verified {
                                                       // when the dtype's own can't run here)
 };
 
-// What the benchmarks of one shape share: its weights, at most one Ffn and
-// at most one Baseline built from them, the input and output buffers, and
-// which (tokens, threads, dtype) have been checked against the baseline.
-// One of each keeps llama7b (541 MB per f32 copy) at most three copies alive: the
-// source weights, the Ffn's packed copy and the baseline's packed copy (half
-// or a quarter of that for bf16 and int8). Benchmarks are registered shape by
+// What the benchmarks of one shape share: its weights, at most one Ffn, one
+// Baseline and one GEMM ceiling built from them, the input and output
+// buffers, and which (tokens, threads, dtype) have been checked against the
+// baseline. One of each keeps llama7b (541 MB per f32 copy) at most three
+// copies and two thirds alive: the source weights, the Ffn's packed copy,
+// the baseline's packed copy and the ceiling's (d, 2f) weight (half or a
+// quarter of that for bf16 and int8). Benchmarks are registered shape by
 // shape, then dtype by dtype, then threads by threads, so each object is
 // built once and reused across token counts.
 class BlockFixture {

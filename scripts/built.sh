@@ -5,6 +5,11 @@
 #   SWIGLU_INSTALL_PREFIX=/opt/swiglu bash scripts/test.sh
 # Takes the build folder (default build).
 set -euo pipefail
+# A relative prefix is the caller's, not the repository's.
+case ${SWIGLU_INSTALL_PREFIX:-/} in
+  /*) ;;
+  *) SWIGLU_INSTALL_PREFIX=$PWD/$SWIGLU_INSTALL_PREFIX ;;
+esac
 cd "$(dirname "$0")/.."
 build=${1:-build}
 build_dir=$(cd "$build" && pwd)

@@ -38,6 +38,8 @@ echo "installing: ${missing[*]}"
 as_root=()
 [ "$(id -u)" -eq 0 ] || as_root=(sudo)
 export DEBIAN_FRONTEND=noninteractive
+# apt speaks English, so that the lock wait below recognises its message.
+export LC_ALL=C
 # Another apt (unattended-upgrades on a new machine, a second terminal) may
 # hold the locks: wait for it, up to 10 minutes, instead of failing at once.
 # DPkg::Lock::Timeout (apt >= 1.9.11; Debian 12 has 2.6) waits for dpkg's

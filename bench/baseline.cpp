@@ -48,15 +48,6 @@ dnnl::memory pack(const float* raw, std::int64_t out, std::int64_t in,
     return dst;
 }
 
-dt matmul_src_type(swiglu::Dtype dtype) {
-    switch (dtype) {
-        case swiglu::Dtype::bf16: return dt::bf16;
-        case swiglu::Dtype::int8: return dt::s8;
-        default: break;  // f32, and the block formats on their rounded weights
-    }
-    return dt::f32;
-}
-
 // A block format's (out, in) weights with each row (an output channel's
 // inputs) rounded through GGUF's blocks: quantised and decoded by the
 // format table's functions, ggml's reference rounding (the last block of a
@@ -80,6 +71,15 @@ std::unique_ptr<float[]> ggml_rounded(const float* raw, std::int64_t out, std::i
 }
 
 }  // namespace
+
+dt matmul_src_type(swiglu::Dtype dtype) {
+    switch (dtype) {
+        case swiglu::Dtype::bf16: return dt::bf16;
+        case swiglu::Dtype::int8: return dt::s8;
+        default: break;  // f32, and the block formats on their rounded weights
+    }
+    return dt::f32;
+}
 
 Baseline::Baseline(const ShapeWeights& w, const BenchDtype& bench_dtype, std::int64_t tokens,
                    int threads, PackedWeights reuse)

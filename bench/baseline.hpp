@@ -32,6 +32,10 @@
 
 namespace swiglu_bench {
 
+// The data type oneDNN's matmuls take `dtype`'s activations and weights in
+// (f32 for the block formats: their baseline runs on their rounded weights).
+dnnl::memory::data_type matmul_src_type(swiglu::Dtype dtype);
+
 // Weights in oneDNN's preferred (blocked) layout, of one dtype; reused by the
 // next Baseline of that dtype when its primitives want the same layout.
 struct PackedWeights {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "baseline.hpp"
 #include "interleaved_timing.hpp"
 #include "onednn/matmul.hpp"
 
@@ -21,12 +22,8 @@ struct Types {
 };
 
 Types types_of(swiglu::Dtype dtype) {
-    switch (dtype) {
-        case swiglu::Dtype::bf16: return {dt::bf16, dt::bf16, dt::f32};
-        case swiglu::Dtype::int8: return {dt::s8, dt::s8, dt::s32};
-        default: break;
-    }
-    return {dt::f32, dt::f32, dt::f32};
+    const dt src = matmul_src_type(dtype);
+    return {src, src, src == dt::s8 ? dt::s32 : dt::f32};
 }
 
 // Small values of the memory's type, so no FLOP meets a denormal or an

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <tuple>
 #include <vector>
 
@@ -40,8 +41,15 @@ double phase_seconds(int threads) {
     if (threads < 2) return 0;
     static std::map<int, double> cache;
     if (auto it = cache.find(threads); it != cache.end()) return it->second;
-    // The block alive for the row holds this pool, so this is its pool.
+    // The block alive for the row holds this pool, so this is its pool. Claimed
+    // as a forward claims it: nothing else may drive it while the phases run.
     const auto shared = swiglu::detail::shared_pool(threads, nullptr);
+    if (!shared->try_claim())
+        throw std::logic_error("ridge limits: the shared pool is driven by another caller");
+    struct Release {
+        swiglu::detail::SharedPool& p;
+        ~Release() { p.release(); }
+    } release{*shared};
     swiglu::detail::ThreadPool& pool = shared->pool();
     auto noop = [](std::int64_t, int) {};
     constexpr int kRuns = 1000;  // one sample: a batch of runs, ~1-10 us each

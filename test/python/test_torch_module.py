@@ -161,24 +161,26 @@ def test_in_place_changes_and_new_tensors_repack():
         assert error(block(x), square(x)) <= SEED_TOLERANCE
 
 
-def test_restore_drops_the_packed_blocks():
+def packed_model():
+    """A swapped model that has run once (three packed blocks cached), and
+    the cache's size before it."""
     gc.collect()
     before = len(st._blocks)
     model = swapped()
     with torch.no_grad():
         model(tokens())
     assert len(st._blocks) == before + 3
+    return model, before
+
+
+def test_restore_drops_the_packed_blocks():
+    model, before = packed_model()
     st.restore_mlps(model)
     assert len(st._blocks) == before
 
 
 def test_blocks_go_with_their_weights():
-    gc.collect()
-    before = len(st._blocks)
-    model = swapped()
-    with torch.no_grad():
-        model(tokens())
-    assert len(st._blocks) == before + 3
+    model, before = packed_model()
     del model
     gc.collect()
     assert len(st._blocks) == before

@@ -158,27 +158,15 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
     rule.top_k = 4;
     for (Layout layout : {Layout::out_in, Layout::in_out}) {
         CAPTURE(int(layout));
-        const bool t = layout == Layout::in_out;  // each matrix transposed
-        std::vector<float> gate, up, down;
-        const auto put = [t](std::vector<float>& to, const std::vector<float>& w, std::int64_t rows,
-                             std::int64_t cols) {  // w: rows x cols
-            for (std::int64_t i = 0; i < (t ? cols : rows); ++i)
-                for (std::int64_t j = 0; j < (t ? rows : cols); ++j)
-                    to.push_back(t ? w[std::size_t(j * cols + i)] : w[std::size_t(i * cols + j)]);
-        };
-        for (const RandomBlock& b : m.experts) {
-            put(gate, b.gate, m.f, m.d);
-            put(up, b.up, m.f, m.d);
-            put(down, b.down, m.d, m.f);
-        }
+        const MoeWeights::Stacked w = m.stacked(layout);
         const ExpertWeights shared{m.shared->gate_view(), m.shared->up_view(),
                                    m.shared->down_view()};
         MoeArrays a;
         a.router = WeightView::out_in(m.router.data(), m.e, m.d);
         a.rule = rule;
-        a.gate = gate.data();
-        a.up = up.data();
-        a.down = down.data();
+        a.gate = w.gate.data();
+        a.up = w.up.data();
+        a.down = w.down.data();
         a.experts = m.e;
         a.d = m.d;
         a.f = m.f;

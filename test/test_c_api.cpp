@@ -959,7 +959,8 @@ TEST_CASE("moe_layer_create: a layer from arrays in memory, the C++ MoeLayer's b
         }
         const swiglu::Layout layout = deepseek ? swiglu::Layout::in_out : swiglu::Layout::out_in;
         const MoeWeights::Stacked w = m.stacked(layout);
-        const swiglu::MoeLayer cpp = m.layer(rule, deepseek, !deepseek, !deepseek, swiglu::Options{2});
+        const swiglu::MoeLayer cpp =
+            m.layer(rule, deepseek, !deepseek, !deepseek, swiglu::Options{2});
         std::vector<float> want(x.size());
         cpp.forward(x.data(), want.data(), tokens);
         std::vector<std::int32_t> want_ids(std::size_t(tokens * rule.top_k));
@@ -995,13 +996,14 @@ TEST_CASE("moe_layer_create: a layer from arrays in memory, the C++ MoeLayer's b
     // Bad input: a status, a message naming it, *out NULL.
     const MoeWeights::Stacked w = m.stacked(swiglu::Layout::out_in);
     const auto create = [&](const swiglu_weight* r, const swiglu_router_rule* rule,
-                            const float* bias, const float* gate, std::int64_t experts,
-                            int layout, const swiglu_moe_shared* s) {
+                            const float* bias, const float* gate, std::int64_t experts, int layout,
+                            const swiglu_moe_shared* s) {
         swiglu_moe_layer* bad = reinterpret_cast<swiglu_moe_layer*>(0x1);
         swiglu_layout l;
         std::memcpy(&l, &layout, sizeof(l));
-        const swiglu_status status = swiglu_moe_layer_create(
-            r, rule, bias, gate, w.up.data(), w.down.data(), experts, m.d, m.f, l, s, nullptr, &bad);
+        const swiglu_status status =
+            swiglu_moe_layer_create(r, rule, bias, gate, w.up.data(), w.down.data(), experts, m.d,
+                                    m.f, l, s, nullptr, &bad);
         CHECK(bad == nullptr);
         return std::make_pair(status, std::string(swiglu_last_error()));
     };

@@ -188,8 +188,8 @@ public:
     // for j = 1 .. k - 1, then y = y + the shared term, each sum rounded to
     // f32. An id outside [0, E) or a non-finite weight is invalid_argument,
     // nothing written. The buffers must not overlap x.
-    void terms(const float* x, std::int64_t tokens, const std::int32_t* ids,
-               const float* weights, float* terms, float* shared_terms) const;
+    void terms(const float* x, std::int64_t tokens, const std::int32_t* ids, const float* weights,
+               float* terms, float* shared_terms) const;
     // How many of the tokens * k slots of ids this layer (part) holds: the
     // rows terms() writes.
     std::int64_t held_slots(const std::int32_t* ids, std::int64_t tokens) const;

@@ -101,7 +101,8 @@ swiglu::Layout layout_of(const swiglu_layout& field, const std::string& what) {
 // `who`: the function the message names.
 swiglu::WeightView view(const char* name, const swiglu_weight& w,
                         const char* who = "swiglu_ffn_create") {
-    return {w.data, w.rows, w.cols, layout_of(w.layout, std::string(who) + ": " + name + "->layout")};
+    return {w.data, w.rows, w.cols,
+            layout_of(w.layout, std::string(who) + ": " + name + "->layout")};
 }
 
 // "SWIGLU_DTYPE_F32, _BF16, _INT8, _Q8_0 or _Q4_0", from the dtypes' names.
@@ -157,19 +158,18 @@ swiglu::RouterRule rule_of(const swiglu_router_rule& r, const std::string& who =
     // C++ takes a scaling of 0; here it is what a zeroed field holds, and it
     // would zero every weight, so it is refused rather than run.
     if (r.scaling == 0.0f)
-        invalid(who + ": rule->scaling is 0, which zeroes every weight; 1 means none" +
-                start);
+        invalid(who + ": rule->scaling is 0, which zeroes every weight; 1 means none" + start);
     const int score = bits_of(r.score), group_score = bits_of(r.group_score);
     if (score != SWIGLU_ROUTER_SOFTMAX && score != SWIGLU_ROUTER_SIGMOID)
-        invalid(
-            who + ": rule->score must be SWIGLU_ROUTER_SOFTMAX or SWIGLU_ROUTER_SIGMOID "
-            "(got " +
-            std::to_string(score) + ")");
+        invalid(who +
+                ": rule->score must be SWIGLU_ROUTER_SOFTMAX or SWIGLU_ROUTER_SIGMOID "
+                "(got " +
+                std::to_string(score) + ")");
     if (group_score != SWIGLU_GROUP_MAX && group_score != SWIGLU_GROUP_TOP2_SUM)
-        invalid(
-            who + ": rule->group_score must be SWIGLU_GROUP_MAX or SWIGLU_GROUP_TOP2_SUM "
-            "(got " +
-            std::to_string(group_score) + ")");
+        invalid(who +
+                ": rule->group_score must be SWIGLU_GROUP_MAX or SWIGLU_GROUP_TOP2_SUM "
+                "(got " +
+                std::to_string(group_score) + ")");
     swiglu::RouterRule rule;
     rule.top_k = r.top_k;
     rule.score = score == SWIGLU_ROUTER_SOFTMAX ? swiglu::RouterScore::softmax

@@ -140,9 +140,7 @@ int ShardedMoeLayer::rank() const { return impl().ranks.rank(); }
 int ShardedMoeLayer::ranks() const { return impl().ranks.ranks(); }
 ShardRange ShardedMoeLayer::held() const { return impl().held; }
 const MoeLayer& ShardedMoeLayer::local() const { return *impl().local; }
-double ShardedMoeLayer::last_collective_seconds() const {
-    return impl().exchange.seconds();
-}
+double ShardedMoeLayer::last_collective_seconds() const { return impl().exchange.seconds(); }
 
 void ShardedMoeLayer::forward(const float* x, float* y, std::int64_t tokens) const {
     const Impl& s = impl();

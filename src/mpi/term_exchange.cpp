@@ -72,7 +72,8 @@ void TermExchange::round(const std::int32_t* ids, std::int64_t a, std::int64_t b
     const std::int64_t mine_end = mine_begin + at(slice_counts_, rank_);
     // Every rank routed every token: each knows what it sends and receives.
     for (int q = 0; q < ranks_; ++q)
-        for (std::int64_t t = a + at(slice_offsets_, q); t < a + at(slice_offsets_, q) + at(slice_counts_, q); ++t)
+        for (std::int64_t t = a + at(slice_offsets_, q);
+             t < a + at(slice_offsets_, q) + at(slice_counts_, q); ++t)
             for (std::int64_t j = 0; j < k_; ++j)
                 if (owner_[std::size_t(ids[t * k_ + j])] == rank_) ++at(send_counts_, q);
     for (std::int64_t i = mine_begin * k_; i < mine_end * k_; ++i)

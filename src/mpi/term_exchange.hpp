@@ -40,7 +40,7 @@ private:
     void round(const std::int32_t* ids, std::int64_t a, std::int64_t b, const float* terms,
                std::int64_t sent, const float* shared_terms, float* y) const;
 
-    MPI_Comm comm_ = MPI_COMM_NULL;  // not owned
+    MPI_Comm comm_ = MPI_COMM_NULL;         // not owned
     MPI_Datatype row_ = MPI_DATATYPE_NULL;  // d floats: MPI counts are rows, not floats
     int rank_ = 0, ranks_ = 1;
     std::int64_t d_ = 0, k_ = 1;

@@ -197,8 +197,9 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
     bad.experts = m.e;
     bad.d = m.d;
     bad.f = m.f;
-    CHECK(error_on_every_rank([&] { ShardedMoeLayer(MPI_COMM_WORLD, bad, Options{1}); })
-              .find("is null") != std::string::npos);
+    CHECK(error_on_every_rank([&] {
+              ShardedMoeLayer(MPI_COMM_WORLD, bad, Options{1});
+          }).find("is null") != std::string::npos);
 }
 
 TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail every rank") {

@@ -200,6 +200,16 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
     CHECK(error_on_every_rank([&] {
               ShardedMoeLayer(MPI_COMM_WORLD, bad, Options{1});
           }).find("is null") != std::string::npos);
+    // Another rule on the last rank (top 3, not 4): every rank refuses.
+    const MoeWeights::Stacked w = m.stacked(Layout::out_in);
+    MoeArrays other = bad;
+    other.gate = w.gate.data();
+    other.up = w.up.data();
+    other.down = w.down.data();
+    if (world_rank() == world_size() - 1) other.rule.top_k = 3;
+    CHECK(error_on_every_rank([&] {
+              ShardedMoeLayer(MPI_COMM_WORLD, other, Options{1});
+          }).find("different blocks") != std::string::npos);
 }
 
 TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail every rank") {

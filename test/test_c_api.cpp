@@ -920,4 +920,118 @@ TEST_CASE("moe_layer: a checkpoint's layer through create, forward, route, dims:
     CHECK(bad == nullptr);
 }
 
+TEST_CASE("moe_layer_create: a layer from arrays in memory, the C++ MoeLayer's bits") {
+    using namespace swiglu::test;
+    const MoeWeights m(24, 16, 6, 40, 29);
+    const std::int64_t tokens = 7;
+    const std::vector<float> x = random_input(tokens, m.d, 4);
+    const swiglu_options options = c_options(2);
+    const swiglu_weight router = {m.router.data(), m.e, m.d, SWIGLU_LAYOUT_OUT_IN};
+    const swiglu_moe_shared shared = {
+        {m.shared->gate.data(), m.shared->f, m.d, SWIGLU_LAYOUT_OUT_IN},
+        {m.shared->up.data(), m.shared->f, m.d, SWIGLU_LAYOUT_OUT_IN},
+        {m.shared->down.data(), m.d, m.shared->f, SWIGLU_LAYOUT_OUT_IN},
+        m.shared_gate.data()};
+    // Qwen2-MoE (softmax top 4, a gated shared expert), experts out_in;
+    // DeepSeek-V3's rule (sigmoid, groups, bias, scaling), experts in_out.
+    swiglu_router_rule qwen = SWIGLU_ROUTER_RULE_DEFAULT;
+    qwen.top_k = 4;
+    swiglu_router_rule v3 = SWIGLU_ROUTER_RULE_DEFAULT;
+    v3.top_k = 3;
+    v3.score = SWIGLU_ROUTER_SIGMOID;
+    v3.normalize = 1;
+    v3.groups = 3;
+    v3.top_groups = 2;
+    v3.group_score = SWIGLU_GROUP_TOP2_SUM;
+    v3.scaling = 2.5f;
+    for (const bool deepseek : {false, true}) {
+        CAPTURE(deepseek);
+        const swiglu_router_rule& c_rule = deepseek ? v3 : qwen;
+        swiglu::RouterRule rule;
+        rule.top_k = c_rule.top_k;
+        if (deepseek) {
+            rule.score = swiglu::RouterScore::sigmoid;
+            rule.normalize = true;
+            rule.groups = 3;
+            rule.top_groups = 2;
+            rule.group_score = swiglu::GroupScore::top2_sum;
+            rule.scaling = 2.5f;
+        }
+        const swiglu::Layout layout = deepseek ? swiglu::Layout::in_out : swiglu::Layout::out_in;
+        const MoeWeights::Stacked w = m.stacked(layout);
+        const swiglu::MoeLayer cpp =
+            m.layer(rule, deepseek, !deepseek, !deepseek, swiglu::Options{2});
+        std::vector<float> want(x.size());
+        cpp.forward(x.data(), want.data(), tokens);
+        std::vector<std::int32_t> want_ids(std::size_t(tokens * rule.top_k));
+        std::vector<float> want_w(want_ids.size());
+        cpp.route(x.data(), tokens, want_ids.data(), want_w.data());
+
+        swiglu_moe_layer* layer = nullptr;
+        REQUIRE(swiglu_moe_layer_create(&router, &c_rule, deepseek ? m.bias.data() : nullptr,
+                                        w.gate.data(), w.up.data(), w.down.data(), m.e, m.d, m.f,
+                                        deepseek ? SWIGLU_LAYOUT_IN_OUT : SWIGLU_LAYOUT_OUT_IN,
+                                        deepseek ? nullptr : &shared, &options,
+                                        &layer) == SWIGLU_OK);
+        int64_t experts = 0, k = 0, d = 0, f = 0;
+        int has_shared = -1;
+        CHECK(swiglu_moe_layer_dims(layer, &experts, &k, &d, &f, &has_shared) == SWIGLU_OK);
+        CHECK(experts == m.e);
+        CHECK(k == rule.top_k);
+        CHECK(d == m.d);
+        CHECK(f == m.f);
+        CHECK(has_shared == (deepseek ? 0 : 1));
+        std::vector<float> y(x.size(), NAN);
+        CHECK(swiglu_moe_layer_forward(layer, x.data(), y.data(), tokens) == SWIGLU_OK);
+        CHECK(same_bits(y, want));
+        std::vector<std::int32_t> ids(want_ids.size());
+        std::vector<float> got_w(ids.size());
+        CHECK(swiglu_moe_layer_route(layer, x.data(), tokens, ids.data(), got_w.data()) ==
+              SWIGLU_OK);
+        CHECK(ids == want_ids);
+        CHECK(same_bits(got_w, want_w));
+        swiglu_moe_layer_destroy(layer);
+    }
+
+    // Bad input: a status, a message naming it, *out NULL.
+    const MoeWeights::Stacked w = m.stacked(swiglu::Layout::out_in);
+    const auto create = [&](const swiglu_weight* r, const swiglu_router_rule* rule,
+                            const float* bias, const float* gate, std::int64_t experts, int layout,
+                            const swiglu_moe_shared* s) {
+        swiglu_moe_layer* bad = reinterpret_cast<swiglu_moe_layer*>(0x1);
+        swiglu_layout l;
+        std::memcpy(&l, &layout, sizeof(l));
+        const swiglu_status status =
+            swiglu_moe_layer_create(r, rule, bias, gate, w.up.data(), w.down.data(), experts, m.d,
+                                    m.f, l, s, nullptr, &bad);
+        CHECK(bad == nullptr);
+        return std::make_pair(status, std::string(swiglu_last_error()));
+    };
+    const auto fails = [](const std::pair<swiglu_status, std::string>& got, const char* what) {
+        CAPTURE(got.second);
+        CHECK(got.first == SWIGLU_INVALID_ARGUMENT);
+        CHECK(got.second.find(what) != std::string::npos);
+    };
+    fails(create(nullptr, &qwen, nullptr, w.gate.data(), m.e, 0, nullptr), "router is NULL");
+    fails(create(&router, nullptr, nullptr, w.gate.data(), m.e, 0, nullptr), "rule is NULL");
+    const swiglu_router_rule zeroed = {};
+    fails(create(&router, &zeroed, nullptr, w.gate.data(), m.e, 0, nullptr),
+          "swiglu_moe_layer_create: rule->top_k is 0");
+    fails(create(&router, &qwen, nullptr, nullptr, m.e, 0, nullptr), "null");
+    fails(create(&router, &qwen, nullptr, w.gate.data(), m.e, 7, nullptr), "layout");
+    // The router's E (6) against 5 experts.
+    fails(create(&router, &qwen, nullptr, w.gate.data(), m.e - 1, 0, nullptr), "router");
+    std::vector<float> nan_bias(m.bias);
+    nan_bias[2] = NAN;
+    fails(create(&router, &qwen, nan_bias.data(), w.gate.data(), m.e, 0, nullptr), "bias[2]");
+    swiglu_moe_shared narrow = shared;  // d of 23: not the experts'
+    narrow.gate.cols = narrow.up.cols = m.d - 1;
+    narrow.down.rows = m.d - 1;
+    CHECK(create(&router, &qwen, nullptr, w.gate.data(), m.e, 0, &narrow).first ==
+          SWIGLU_INVALID_ARGUMENT);
+    CHECK(swiglu_moe_layer_create(&router, &qwen, nullptr, w.gate.data(), w.up.data(),
+                                  w.down.data(), m.e, m.d, m.f, SWIGLU_LAYOUT_OUT_IN, nullptr,
+                                  nullptr, nullptr) == SWIGLU_INVALID_ARGUMENT);
+}
+
 }  // TEST_SUITE

@@ -330,6 +330,42 @@ TEST_CASE("parts of a layer (MoeLayer::part) sum to the layer; a part of every e
             CHECK(std::all_of(ya.begin() + t * m.d, ya.begin() + (t + 1) * m.d,
                               [](float v) { return v == 0.0f; }));
     }
+    // terms(): the parts' terms, each token's added in j order and then the
+    // shared term (expert parallelism's combine), are the layer bit for bit.
+    std::vector<std::int32_t> all_ids(std::size_t(tokens * 3));
+    std::vector<float> all_w(all_ids.size());
+    whole.route(x.data(), tokens, all_ids.data(), all_w.data());
+    const MoeLayer* parts[3] = {&a, &b, &c};
+    std::vector<float> terms[3], shared_terms(x.size());
+    std::size_t next[3] = {0, 0, 0};
+    for (int p = 0; p < 3; ++p) {
+        terms[p].resize(std::size_t(parts[p]->held_slots(all_ids.data(), tokens) * m.d));
+        parts[p]->terms(x.data(), tokens, all_ids.data(), all_w.data(), terms[p].data(),
+                        shared_terms.data());
+    }
+    std::vector<float> combined(x.size());
+    for (std::int64_t t = 0; t < tokens; ++t) {
+        float* yt = combined.data() + t * m.d;
+        for (std::int64_t j = 0; j < 3; ++j) {
+            const std::int32_t id = all_ids[std::size_t(t * 3 + j)];
+            const int p = id < 1 ? 0 : id < 4 ? 1 : 2;
+            const float* term = terms[p].data() + next[p];
+            next[p] += std::size_t(m.d);
+            for (std::int64_t i = 0; i < m.d; ++i) yt[i] = j == 0 ? term[i] : yt[i] + term[i];
+        }
+        for (std::int64_t i = 0; i < m.d; ++i)
+            yt[i] = yt[i] + shared_terms[std::size_t(t * m.d + i)];
+    }
+    CHECK(std::memcmp(combined.data(), y.data(), y.size() * sizeof(float)) == 0);
+    std::vector<std::int32_t> bad_ids = all_ids;
+    bad_ids[2] = 6;
+    CHECK_THROWS_AS(c.terms(x.data(), tokens, bad_ids.data(), all_w.data(), terms[2].data(),
+                            shared_terms.data()),
+                    Error);
+    CHECK_THROWS_AS(
+        c.terms(x.data(), tokens, all_ids.data(), all_w.data(), terms[2].data(), nullptr),
+        Error);  // c has the shared block
+
     // A range outside the router's E.
     CHECK_THROWS_AS(part(4, 7, false), Error);
 }

@@ -177,6 +177,23 @@ public:
     // Errors as Experts::forward; bit-identical for any thread count.
     void forward(const float* x, float* y, std::int64_t tokens) const;
 
+    // For expert parallelism (swiglu/mpi.hpp): forward()'s terms one by one,
+    // to be summed elsewhere. For ids and weights (tokens x k) as route()
+    // wrote them for x: each slot (t, j) whose expert this layer (or part)
+    // holds gives weights[t, j] * expert_{ids[t, j]}(x[t]), d floats, into
+    // `terms` in (t, j) order (held_slots rows); where the layer has a
+    // shared block, g(x[t]) * shared(x[t]) goes into shared_terms (tokens,
+    // d; else unused, may be null). forward() of the whole layer is, per
+    // token, bit for bit: y = the j = 0 term, then y = y + the j-th term
+    // for j = 1 .. k - 1, then y = y + the shared term, each sum rounded to
+    // f32. An id outside [0, E) or a non-finite weight is invalid_argument,
+    // nothing written. The buffers must not overlap x.
+    void terms(const float* x, std::int64_t tokens, const std::int32_t* ids, const float* weights,
+               float* terms, float* shared_terms) const;
+    // How many of the tokens * k slots of ids this layer (part) holds: the
+    // rows terms() writes.
+    std::int64_t held_slots(const std::int32_t* ids, std::int64_t tokens) const;
+
 private:
     explicit MoeLayer(std::unique_ptr<detail::MoeLayerImpl> impl);
     std::unique_ptr<detail::MoeLayerImpl> impl_;

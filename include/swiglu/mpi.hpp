@@ -96,6 +96,26 @@ private:
 // unless experts >= ranks >= 1 (every rank holds one) and rank in [0, ranks).
 SWIGLU_API ShardRange expert_range(std::int64_t experts, int rank, int ranks);
 
+// A whole MoE layer in memory, as MoeLayer and Experts::stacked take it
+// (swiglu/moe.hpp), for ShardedMoeLayer.
+struct MoeArrays {
+    WeightView router;  // E x d (out_in) or d x E (in_out), f32
+    RouterRule rule;
+    const float* bias = nullptr;  // E floats (DeepSeek-V3's e_score_correction_bias), or null
+    // The E routed experts stacked, each expert's matrices one after
+    // another: out_in (PyTorch's): gate, up (E, f, d), down (E, d, f);
+    // in_out: gate, up (E, d, f), down (E, f, d).
+    const float* gate = nullptr;
+    const float* up = nullptr;
+    const float* down = nullptr;
+    std::int64_t experts = 0, d = 0, f = 0;
+    Layout layout = Layout::out_in;
+    // The shared block (its own f), or null; its gate (d floats: g(x) =
+    // sigmoid(x . shared_gate)), or null for g = 1.
+    const ExpertWeights* shared = nullptr;
+    const float* shared_gate = nullptr;
+};
+
 class SWIGLU_API ShardedMoeLayer {
 public:
     // Collective: every rank loads layer `layer` of the checkpoint at `path`
@@ -111,6 +131,16 @@ public:
                     const Options& options = {});
     // The same over MPI_COMM_WORLD.
     ShardedMoeLayer(const std::string& path, std::int64_t layer, const Options& options = {});
+    // Collective: every rank passes the whole layer in memory (the same
+    // values everywhere; each rank's own copy) and packs only its
+    // expert_range of the routed experts (Experts::stacked from that offset
+    // of the arrays: the others are never read) and, on rank 0 only, the
+    // shared block. Every rank keeps the whole router. Errors as above,
+    // and ranks that passed different shapes, rules or dtypes throw on
+    // every rank. The arrays may be freed afterwards.
+    ShardedMoeLayer(MPI_Comm comm, const MoeArrays& arrays, const Options& options = {});
+    // The same over MPI_COMM_WORLD.
+    explicit ShardedMoeLayer(const MoeArrays& arrays, const Options& options = {});
     ~ShardedMoeLayer();
     ShardedMoeLayer(ShardedMoeLayer&&) noexcept;
     ShardedMoeLayer& operator=(ShardedMoeLayer&&) noexcept;
@@ -126,13 +156,14 @@ public:
     const MoeLayer& local() const;
 
     // Collective, as ShardedFfn::forward: the same x (tokens, d) on every
-    // rank; each rank adds its experts' weighted terms (rank 0 also the
-    // shared block) for every token, then one reduce-scatter and allgather
-    // sum the ranks' outputs in rank order: y, the same bits on every rank
-    // for a given P. Against one process: the same terms, added in another
-    // order (within the f32 rounding of k + 1 additions). Arguments are
-    // agreed on first; a failure anywhere throws everywhere and writes
-    // nothing. y may be x. One call at a time per object.
+    // rank; each rank routes every token and computes its experts' weighted
+    // terms (MoeLayer::terms; rank 0 also the shared block's), the terms go
+    // to the rank owning their token (rank q: tokens [T q / P, T (q + 1) /
+    // P)), which adds them in one process's order, and the token slices are
+    // gathered: y is one process's MoeLayer::forward bit for bit, for any P
+    // and thread counts, on every rank. Arguments are agreed on first; a
+    // failure anywhere throws everywhere and writes nothing. y may be x.
+    // One call at a time per object.
     void forward(const float* x, float* y, std::int64_t tokens) const;
 
     // Seconds the last forward() spent in the collective.

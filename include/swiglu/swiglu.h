@@ -247,6 +247,35 @@ SWIGLU_C_API swiglu_status swiglu_moe_layer_create_from_checkpoint(const char* p
                                                                    const swiglu_options* options,
                                                                    swiglu_moe_layer** out);
 
+/* A layer's shared block (Qwen2-MoE's shared_expert, DeepSeek's
+ * shared_experts as one block of n_shared * f), as swiglu_ffn_create takes
+ * it (its own f), and its gate: expert_gate, d floats, scales the block's
+ * output by sigmoid(x . expert_gate) per token (Qwen2-MoE's
+ * shared_expert_gate); NULL for none (DeepSeek). */
+typedef struct swiglu_moe_shared {
+    swiglu_weight gate;
+    swiglu_weight up;
+    swiglu_weight down;
+    const float* expert_gate;
+} swiglu_moe_shared;
+
+/* Builds a layer from arrays in memory (C++: the MoeLayer constructor):
+ * router E x d (SWIGLU_LAYOUT_OUT_IN, as Hugging Face's gate.weight) or
+ * d x E (SWIGLU_LAYOUT_IN_OUT), f32; rule as swiglu_route takes it (start
+ * from SWIGLU_ROUTER_RULE_DEFAULT); bias E floats (DeepSeek-V3's
+ * e_score_correction_bias, used to choose only) or NULL; the E routed
+ * experts stacked as swiglu_experts_create_stacked takes them (gate, up,
+ * down, experts, d, f, layout); shared NULL for none. Everything is copied
+ * (the arrays may be freed afterwards); each expert and the shared block
+ * are packed as options say (may be NULL). SWIGLU_INVALID_ARGUMENT naming
+ * what does not fit (a NULL or zeroed rule, shapes, a non-finite bias),
+ * *out set to NULL. */
+SWIGLU_C_API swiglu_status swiglu_moe_layer_create(
+    const swiglu_weight* router, const swiglu_router_rule* rule, const float* bias,
+    const float* gate, const float* up, const float* down, int64_t experts, int64_t d, int64_t f,
+    swiglu_layout layout, const swiglu_moe_shared* shared, const swiglu_options* options,
+    swiglu_moe_layer** out);
+
 /* y = the layer's output for `tokens` rows: the router, each token's top_k
  * experts, and the shared block. x, y (tokens, d) f32; y may equal x, other
  * overlaps are refused. Bit-identical for any thread count; safe to call

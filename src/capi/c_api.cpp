@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cstring>
 #include <iterator>
+#include <memory>
 #include <new>
 #include <string>
 
@@ -97,9 +98,11 @@ swiglu::Layout layout_of(const swiglu_layout& field, const std::string& what) {
     return layout == SWIGLU_LAYOUT_OUT_IN ? swiglu::Layout::out_in : swiglu::Layout::in_out;
 }
 
-swiglu::WeightView view(const char* name, const swiglu_weight& w) {
+// `who`: the function the message names.
+swiglu::WeightView view(const char* name, const swiglu_weight& w,
+                        const char* who = "swiglu_ffn_create") {
     return {w.data, w.rows, w.cols,
-            layout_of(w.layout, std::string("swiglu_ffn_create: ") + name + "->layout")};
+            layout_of(w.layout, std::string(who) + ": " + name + "->layout")};
 }
 
 // "SWIGLU_DTYPE_F32, _BF16, _INT8, _Q8_0 or _Q4_0", from the dtypes' names.
@@ -145,29 +148,28 @@ void require(bool ok, const char* message) {
 // The rule as route() takes it. route() checks the values; here only what C
 // adds: the enums' bits, and the fields a zeroed struct leaves at 0 (the
 // likeliest mistake, since swiglu_options is zeroed), told how to start one.
-swiglu::RouterRule rule_of(const swiglu_router_rule& r) {
+swiglu::RouterRule rule_of(const swiglu_router_rule& r, const std::string& who = "swiglu_route") {
     static const std::string start =
         " (start from SWIGLU_ROUTER_RULE_DEFAULT: a zeroed swiglu_router_rule is no rule)";
-    if (r.top_k == 0) invalid("swiglu_route: rule->top_k is 0" + start);
-    if (r.groups == 0) invalid("swiglu_route: rule->groups is 0; 1 means no groups" + start);
+    if (r.top_k == 0) invalid(who + ": rule->top_k is 0" + start);
+    if (r.groups == 0) invalid(who + ": rule->groups is 0; 1 means no groups" + start);
     if (r.top_groups == 0)
-        invalid("swiglu_route: rule->top_groups is 0; 1 with groups = 1 means no groups" + start);
+        invalid(who + ": rule->top_groups is 0; 1 with groups = 1 means no groups" + start);
     // C++ takes a scaling of 0; here it is what a zeroed field holds, and it
     // would zero every weight, so it is refused rather than run.
     if (r.scaling == 0.0f)
-        invalid("swiglu_route: rule->scaling is 0, which zeroes every weight; 1 means none" +
-                start);
+        invalid(who + ": rule->scaling is 0, which zeroes every weight; 1 means none" + start);
     const int score = bits_of(r.score), group_score = bits_of(r.group_score);
     if (score != SWIGLU_ROUTER_SOFTMAX && score != SWIGLU_ROUTER_SIGMOID)
-        invalid(
-            "swiglu_route: rule->score must be SWIGLU_ROUTER_SOFTMAX or SWIGLU_ROUTER_SIGMOID "
-            "(got " +
-            std::to_string(score) + ")");
+        invalid(who +
+                ": rule->score must be SWIGLU_ROUTER_SOFTMAX or SWIGLU_ROUTER_SIGMOID "
+                "(got " +
+                std::to_string(score) + ")");
     if (group_score != SWIGLU_GROUP_MAX && group_score != SWIGLU_GROUP_TOP2_SUM)
-        invalid(
-            "swiglu_route: rule->group_score must be SWIGLU_GROUP_MAX or SWIGLU_GROUP_TOP2_SUM "
-            "(got " +
-            std::to_string(group_score) + ")");
+        invalid(who +
+                ": rule->group_score must be SWIGLU_GROUP_MAX or SWIGLU_GROUP_TOP2_SUM "
+                "(got " +
+                std::to_string(group_score) + ")");
     swiglu::RouterRule rule;
     rule.top_k = r.top_k;
     rule.score = score == SWIGLU_ROUTER_SOFTMAX ? swiglu::RouterScore::softmax
@@ -317,6 +319,34 @@ swiglu_status swiglu_moe_layer_create_from_checkpoint(const char* path, int64_t 
                              std::to_string(layer) + ")")
                                 .c_str());
         *out = new swiglu_moe_layer{swiglu::load_moe_layer(path, layer, options_of(options))};
+    });
+}
+
+swiglu_status swiglu_moe_layer_create(const swiglu_weight* router, const swiglu_router_rule* rule,
+                                      const float* bias, const float* gate, const float* up,
+                                      const float* down, int64_t experts, int64_t d, int64_t f,
+                                      swiglu_layout layout, const swiglu_moe_shared* shared,
+                                      const swiglu_options* options, swiglu_moe_layer** out) {
+    if (out) *out = nullptr;
+    static const char* const who = "swiglu_moe_layer_create";
+    return status_of([&] {
+        require(out != nullptr, "swiglu_moe_layer_create: out is NULL");
+        require(router != nullptr, "swiglu_moe_layer_create: router is NULL");
+        require(rule != nullptr,
+                "swiglu_moe_layer_create: rule is NULL (start from SWIGLU_ROUTER_RULE_DEFAULT)");
+        const swiglu::RouterRule r = rule_of(*rule, who);
+        const swiglu::WeightView router_view = view("router", *router, who);
+        const swiglu::Options o = options_of(options);
+        swiglu::Experts routed = swiglu::Experts::stacked(
+            gate, up, down, experts, d, f, layout_of(layout, "swiglu_moe_layer_create: layout"), o);
+        std::unique_ptr<swiglu::Ffn> block;
+        if (shared)
+            block = std::make_unique<swiglu::Ffn>(view("shared->gate", shared->gate, who),
+                                                  view("shared->up", shared->up, who),
+                                                  view("shared->down", shared->down, who), o);
+        *out = new swiglu_moe_layer{swiglu::MoeLayer(router_view, r, std::move(routed), bias,
+                                                     std::move(block),
+                                                     shared ? shared->expert_gate : nullptr)};
     });
 }
 

@@ -1,5 +1,6 @@
 // Experts' forward once its arguments are checked: the (t, j) slots sorted by
-// expert, each expert run once over all its rows, the k terms combined.
+// expert, each expert run once over all its rows, the k terms combined (or,
+// for expert parallelism, handed out one by one: held_terms).
 // Compiled with -ffp-contract=off (src/CMakeLists.txt): the combine's order
 // of roundings below is the contract, whatever the ISA flags.
 #include <algorithm>
@@ -31,8 +32,27 @@ void ExpertsImpl::forward(const float* x, float* y, std::int64_t tokens, const s
     slots_.lease([&](Scratch& s) { run(s, x, y, tokens, ids, weights, k); });
 }
 
-void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
-                      const std::int32_t* ids, const float* weights, std::int64_t k) const {
+void ExpertsImpl::held_terms(const float* x, float* terms, std::int64_t tokens,
+                             const std::int32_t* ids, const float* weights, std::int64_t k) const {
+    slots_.lease([&](Scratch& s) {
+        run_chosen(s, x, tokens, ids, k);
+        // Each held slot's product, rounded to f32 on its own as run()
+        // rounds it (this TU is built without contraction), in (t, j) order.
+        const float* rows = s.rows.data();
+        const std::int64_t* row_of = s.row_of.data();
+        float* out = terms;
+        for (std::int64_t i = 0; i < tokens * k; ++i) {
+            if (row_of[i] < 0) continue;
+            const float* r = rows + row_of[i] * d;
+            const float wi = weights[i];
+            for (std::int64_t c = 0; c < d; ++c) out[c] = wi * r[c];
+            out += d;
+        }
+    });
+}
+
+void ExpertsImpl::run_chosen(Scratch& s, const float* x, std::int64_t tokens,
+                             const std::int32_t* ids, std::int64_t k) const {
     const auto E = static_cast<std::int64_t>(experts.size());
     const std::int64_t slots = tokens * k;  // checked not to overflow, nor slots * d floats
     reserve(s.rows, static_cast<std::size_t>(slots * d));
@@ -63,6 +83,13 @@ void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
         if (row_of[i] >= 0) std::memcpy(rows + row_of[i] * d, x + (i / k) * d, row_bytes);
 
     run_experts(s, rows, start[E]);
+}
+
+void ExpertsImpl::run(Scratch& s, const float* x, float* y, std::int64_t tokens,
+                      const std::int32_t* ids, const float* weights, std::int64_t k) const {
+    run_chosen(s, x, tokens, ids, k);
+    const float* rows = s.rows.data();
+    const std::int64_t* row_of = s.row_of.data();
 
     // y[t] = w[t, j0] * r_j0 for its first term j0, then y[t] = y[t] + w[t, j]
     // * r_j for the later ones, each product and each sum rounded to f32 on

@@ -29,6 +29,16 @@ public:
     void forward(const float* x, float* y, std::int64_t tokens, const std::int32_t* ids,
                  const float* weights, std::int64_t k) const;
 
+    // The same checks and the same slots, but each slot with an expert
+    // (ids[i] >= 0) written on its own: weights[i] * expert(x[i / k]), the
+    // product run() adds, rounded alike, d floats per slot in (t, j) order
+    // into `terms` (as many rows as such slots). Summed in j order (the
+    // first term as it is, then each next one added), they are run()'s y
+    // bit for bit: expert parallelism (MoeLayer::terms) combines them on
+    // another rank.
+    void held_terms(const float* x, float* terms, std::int64_t tokens, const std::int32_t* ids,
+                    const float* weights, std::int64_t k) const;
+
     std::vector<Ffn> experts;
     std::int64_t d, f;
     int threads;
@@ -54,6 +64,10 @@ private:
     // share scratch and never wait on each other.
     void run(Scratch& scratch, const float* x, float* y, std::int64_t tokens,
              const std::int32_t* ids, const float* weights, std::int64_t k) const;
+    // The counting sort of the slots by expert (s.row_of, s.start), their x
+    // rows gathered, and each chosen expert run over them (s.rows).
+    void run_chosen(Scratch& s, const float* x, std::int64_t tokens, const std::int32_t* ids,
+                    std::int64_t k) const;
     // Runs each chosen expert over its `rows` rows (in place in `rows`).
     void run_experts(Scratch& s, float* rows, std::int64_t count) const;
 

@@ -1,9 +1,9 @@
 // What every sharded layer of swiglu_mpi does around its own compute: a
 // communicator of its own, the agreement that every rank built the same
 // thing, and per forward call the agreement on the call and the
-// deterministic sum of the ranks' partial outputs. ShardedFfn (hidden
-// columns per rank) and ShardedMoeLayer (experts per rank) differ only in
-// what each rank computes.
+// deterministic sum of the ranks' partial outputs (ShardedFfn: hidden
+// columns per rank). ShardedMoeLayer (experts per rank) uses the first two
+// and combines its terms itself (term_exchange.hpp).
 #pragma once
 
 #include <mpi.h>
@@ -41,21 +41,27 @@ public:
                     const std::string& identity) const;
 
     // Collective: every rank calls it with the same tokens (and x); each
-    // checks the call (x, y, tokens against d), runs partial(x, tokens, out)
-    // into its own (tokens, d) partial output, and the ranks agree: a bad
-    // call or a failure on any rank, or token counts that differ, throw on
-    // every rank and write nothing. Then y = the sum of the partials in rank
+    // checks the call (x, y, tokens against d), runs compute() (where tokens
+    // > 0), and the ranks agree: a bad call or a failure on any rank, or
+    // token counts that differ, throw on every rank, y untouched.
+    template <class Compute>
+    void agreed(const char* who, std::int64_t d, const float* x, const float* y,
+                std::int64_t tokens, Compute&& compute) const {
+        std::unique_ptr<Error> failure = check_call(who, d, x, y, tokens);
+        if (!failure && tokens > 0) failure = failure_of(who, [&] { compute(); });
+        agree_call(who, failure.get(), tokens);
+    }
+
+    // agreed(), compute being partial(x, tokens, out) into this rank's own
+    // (tokens, d) partial output; then y = the sum of the partials in rank
     // order, the same bits on every rank. y may be x.
     template <class Partial>
     void forward(const char* who, std::int64_t d, const float* x, float* y, std::int64_t tokens,
                  Partial&& partial) const {
-        std::unique_ptr<Error> failure = check_call(who, d, x, y, tokens);
-        if (!failure && tokens > 0)
-            failure = failure_of(who, [&] {
-                partial_.resize(static_cast<std::size_t>(tokens * d));
-                partial(x, tokens, partial_.data());
-            });
-        agree_call(who, failure.get(), tokens);
+        agreed(who, d, x, y, tokens, [&] {
+            partial_.resize(static_cast<std::size_t>(tokens * d));
+            partial(x, tokens, partial_.data());
+        });
         if (tokens > 0) sum(y, tokens * d);
     }
 

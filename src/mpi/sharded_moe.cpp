@@ -1,14 +1,18 @@
 // ShardedMoeLayer (include/swiglu/mpi.hpp): expert parallelism. Each rank
 // holds a part of the layer (MoeLayer::part: the whole router, its range of
-// experts, rank 0 the shared block), computes its terms for every token,
-// and PartialSum adds the parts in rank order.
+// experts, rank 0 the shared block), routes every token, computes its
+// experts' terms (MoeLayer::terms), and TermExchange adds every token's
+// terms on one rank in the one-process order.
 #include <swiglu/moe_checkpoint.hpp>
 #include <swiglu/mpi.hpp>
 
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "partial_sum.hpp"
+#include "term_exchange.hpp"
 
 namespace swiglu {
 
@@ -24,17 +28,41 @@ ShardRange expert_range(std::int64_t experts, int rank, int ranks) {
 }
 
 struct ShardedMoeLayer::Impl {
-    detail::PartialSum ranks;  // the communicator, the agreements, the sum
+    detail::PartialSum ranks;  // the communicator, the agreements
+    detail::TermExchange exchange;
     std::int64_t d = 0, experts = 0;
     ShardRange held;
     std::unique_ptr<MoeLayer> local;
+    // One call's routing and terms, grown to the largest call and kept.
+    mutable std::vector<std::int32_t> ids;
+    mutable std::vector<float> weights, terms, shared_terms;
+
+    // After construct(): every rank built the same layer, then the exchange.
+    void agree(const std::string& identity, bool shared) {
+        const std::int64_t shape[2] = {d, experts};
+        const char* const names[2] = {"d", "E"};
+        ranks.agree_same("ShardedMoeLayer", shape, names, identity);
+        exchange.open(ranks.comm(), d, experts, local->rule().top_k, shared);
+    }
 };
+
+namespace {
+
+std::string rule_text(const RouterRule& r) {
+    return "k " + std::to_string(r.top_k) + " score " + std::to_string(int(r.score)) + " norm " +
+           std::to_string(int(r.normalize)) + " groups " + std::to_string(r.groups) + "/" +
+           std::to_string(r.top_groups) + "/" + std::to_string(int(r.group_score)) + " scaling " +
+           std::to_string(r.scaling);
+}
+
+}  // namespace
 
 ShardedMoeLayer::ShardedMoeLayer(MPI_Comm comm, const std::string& path, std::int64_t layer,
                                  const Options& options)
     : impl_(std::make_unique<Impl>()) {
     Impl& s = *impl_;
     std::string identity;
+    bool has_shared = false;
     s.ranks.construct(comm, "ShardedMoeLayer", [&] {
         // The layer's header first (no values read): E, and what to compare.
         const MoeInfo info = describe_moe_layer(path, layer);
@@ -43,15 +71,54 @@ ShardedMoeLayer::ShardedMoeLayer(MPI_Comm comm, const std::string& path, std::in
                    info.experts_pattern + " " + info.experts_dtype +
                    (info.has_shared ? " shared" : "") + ", dtype " + detail::dtypes_text(options);
         s.d = info.expert.d;
+        has_shared = info.has_shared;
         s.experts = info.experts;
         s.held = expert_range(info.experts, s.ranks.rank(), s.ranks.ranks());
         s.local = std::make_unique<MoeLayer>(load_moe_layer_part(
             path, layer, s.held.begin, s.held.end, s.ranks.rank() == 0, options));
     });
-    const std::int64_t shape[2] = {s.d, s.experts};
-    const char* const names[2] = {"d", "E"};
-    s.ranks.agree_same("ShardedMoeLayer", shape, names, identity);
+    s.agree(identity, has_shared);
 }
+
+ShardedMoeLayer::ShardedMoeLayer(MPI_Comm comm, const MoeArrays& a, const Options& options)
+    : impl_(std::make_unique<Impl>()) {
+    Impl& s = *impl_;
+    s.ranks.construct(comm, "ShardedMoeLayer", [&] {
+        if (!a.gate || !a.up || !a.down)
+            throw Error(Status::invalid_argument,
+                        "ShardedMoeLayer: the stacked gate, up or down array is null");
+        if (a.d < 1 || a.f < 1 || a.experts < 1 ||
+            a.f > std::numeric_limits<std::int64_t>::max() / a.d / a.experts)
+            throw Error(Status::invalid_argument,
+                        "ShardedMoeLayer: need experts, d, f >= 1 whose product fits (got " +
+                            std::to_string(a.experts) + ", " + std::to_string(a.d) + ", " +
+                            std::to_string(a.f) + ")");
+        s.d = a.d;
+        s.experts = a.experts;
+        s.held = expert_range(a.experts, s.ranks.rank(), s.ranks.ranks());
+        // Each expert's matrix is f * d floats in either layout: this
+        // rank's experts start held.begin of them in.
+        const std::int64_t skip = s.held.begin * a.f * a.d;
+        Experts mine = Experts::stacked(a.gate + skip, a.up + skip, a.down + skip, s.held.size(),
+                                        a.d, a.f, a.layout, options);
+        const bool first = s.ranks.rank() == 0;
+        std::unique_ptr<Ffn> shared;
+        if (first && a.shared)
+            shared = std::make_unique<Ffn>(a.shared->gate, a.shared->up, a.shared->down, options);
+        s.local = std::make_unique<MoeLayer>(MoeLayer::part(a.router, a.rule, std::move(mine),
+                                                            s.held.begin, a.bias, std::move(shared),
+                                                            first ? a.shared_gate : nullptr));
+    });
+    const std::string identity =
+        "arrays E " + std::to_string(a.experts) + " d " + std::to_string(a.d) + " f " +
+        std::to_string(a.f) + " " + rule_text(a.rule) + (a.bias ? " bias" : "") +
+        (a.shared ? " shared f " + std::to_string(a.shared->gate.out_features()) : "") +
+        (a.shared_gate ? " gate" : "") + ", dtype " + detail::dtypes_text(options);
+    s.agree(identity, a.shared != nullptr);
+}
+
+ShardedMoeLayer::ShardedMoeLayer(const MoeArrays& arrays, const Options& options)
+    : ShardedMoeLayer(MPI_COMM_WORLD, arrays, options) {}
 
 ShardedMoeLayer::ShardedMoeLayer(const std::string& path, std::int64_t layer,
                                  const Options& options)
@@ -73,15 +140,22 @@ int ShardedMoeLayer::rank() const { return impl().ranks.rank(); }
 int ShardedMoeLayer::ranks() const { return impl().ranks.ranks(); }
 ShardRange ShardedMoeLayer::held() const { return impl().held; }
 const MoeLayer& ShardedMoeLayer::local() const { return *impl().local; }
-double ShardedMoeLayer::last_collective_seconds() const {
-    return impl().ranks.collective_seconds();
-}
+double ShardedMoeLayer::last_collective_seconds() const { return impl().exchange.seconds(); }
 
 void ShardedMoeLayer::forward(const float* x, float* y, std::int64_t tokens) const {
     const Impl& s = impl();
-    s.ranks.forward(
-        "ShardedMoeLayer::forward", s.d, x, y, tokens,
-        [&](const float* in, std::int64_t n, float* partial) { s.local->forward(in, partial, n); });
+    const std::int64_t k = s.local->rule().top_k;
+    s.ranks.agreed("ShardedMoeLayer::forward", s.d, x, y, tokens, [&] {
+        s.ids.resize(static_cast<std::size_t>(tokens * k));
+        s.weights.resize(s.ids.size());
+        s.local->route(x, tokens, s.ids.data(), s.weights.data());
+        s.terms.resize(static_cast<std::size_t>(s.local->held_slots(s.ids.data(), tokens) * s.d));
+        if (s.local->shared()) s.shared_terms.resize(static_cast<std::size_t>(tokens * s.d));
+        s.local->terms(x, tokens, s.ids.data(), s.weights.data(), s.terms.data(),
+                       s.shared_terms.data());
+    });
+    if (tokens > 0)
+        s.exchange.combine(s.ids.data(), tokens, s.terms.data(), s.shared_terms.data(), y);
 }
 
 }  // namespace swiglu

@@ -1,12 +1,14 @@
 // ShardedMoeLayer under mpirun (expert parallelism): each rank loads its
-// range of a checkpoint's experts, routes every token, rank 0 adds the
-// shared block; y against the single process's MoeLayer within the f32
-// bound of the reordered combine, and against fp64; the same bits on every
-// rank and for any thread count; in place; failures on one rank reach all.
+// range of a checkpoint's experts (or packs it from arrays in memory),
+// routes every token, rank 0 adds the shared block; y the single process's
+// MoeLayer bit for bit (f32 and q4_0), on every rank and for any thread
+// count; in place; failures on one rank reach all.
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -36,24 +38,51 @@ std::string shared_model(const std::vector<TensorSpec>& tensors, const std::stri
     return broadcast(path);
 }
 
-// The sharded layer against the single process on `tokens` tokens, and
-// against fp64 on the single process's routing.
-//
-// Tolerance: both compute the same f32 terms (each expert's block bit for
-// bit, the same routing: the router is replicated and deterministic); only
-// the order of the combine's at most k + 1 additions differs (j order
-// within a rank, then the ranks' sums in rank order). Each order's sum is
-// within (k + 1) u of the exact sum of the terms relative to the sum of
-// their magnitudes (softmax weights below 1, terms of max |y|'s order: a
-// few max |y|), so the two differ by some 10 u of max |y|: the block's f32
-// tolerance, 16 u (sqrt d + sqrt f) (>= 150 u here), bounds that with
-// room. Against fp64, the single process's own bound applies (3x, as in
-// test_moe_layer: k terms, each within the block's).
+// The sharded layer against the single process on `tokens` tokens: the
+// same bits (ShardedMoeLayer::forward's contract: each expert's block and
+// the routing are the single process's bit for bit, the router replicated,
+// and every token's terms are added on one rank in the single process's
+// order), for P = 2 and 3 and any thread count. For f32, also against
+// fp64 on the single process's routing (the single process's own bound:
+// 3x the block's, as in test_moe_layer).
+void check_sharded(const std::vector<float>& x, std::int64_t tokens, const MoeLayer& single,
+                   const std::function<ShardedMoeLayer(int threads)>& build) {
+    std::vector<float> expected(x.size());
+    single.forward(x.data(), expected.data(), tokens);
+    for (int threads : {1, 2}) {
+        CAPTURE(threads);
+        const ShardedMoeLayer sharded = build(threads);
+        std::vector<float> y = x;
+        sharded.forward(y.data(), y.data(), tokens);  // in place
+        CHECK(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)) == 0);
+        CHECK(same_on_every_rank(y));
+        // Twice: the kept scratch gives the same bits.
+        std::vector<float> again(x.size());
+        sharded.forward(x.data(), again.data(), tokens);
+        CHECK(again == y);
+    }
+}
+
 void check_layer(const std::string& path, std::int64_t layer, const MoeWeights& m,
-                 const RouterRule& rule, bool shared, bool gate, std::int64_t f_max) {
-    const MoeLayer single = load_moe_layer(path, layer, Options{1});
+                 const RouterRule& rule, bool shared, bool gate, std::int64_t f_max,
+                 Dtype dtype = Dtype::f32) {
+    Options one{1};
+    one.dtype = dtype;
+    const MoeLayer single = load_moe_layer(path, layer, one);
     const std::int64_t tokens = 13, k = rule.top_k;
     const std::vector<float> x = random_input(tokens, m.d, 5);
+    check_sharded(x, tokens, single, [&](int threads) {
+        Options o{threads};
+        o.dtype = dtype;
+        ShardedMoeLayer sharded(MPI_COMM_WORLD, path, layer, o);
+        CHECK(sharded.d() == m.d);
+        CHECK(sharded.experts() == m.e);
+        CHECK(sharded.held().begin == m.e * world_rank() / world_size());
+        CHECK(sharded.held().end == m.e * (world_rank() + 1) / world_size());
+        CHECK((sharded.local().shared() != nullptr) == (shared && world_rank() == 0));
+        return sharded;
+    });
+    if (dtype != Dtype::f32) return;
     std::vector<float> expected(x.size());
     single.forward(x.data(), expected.data(), tokens);
     std::vector<std::int32_t> ids(std::size_t(tokens * k));
@@ -61,28 +90,7 @@ void check_layer(const std::string& path, std::int64_t layer, const MoeWeights& 
     single.route(x.data(), tokens, ids.data(), w.data());
     const std::vector<double> exact =
         m.reference(x.data(), tokens, ids.data(), w.data(), k, shared, gate);
-
-    std::vector<float> first;
-    for (int threads : {1, 2}) {
-        CAPTURE(threads);
-        const ShardedMoeLayer sharded(MPI_COMM_WORLD, path, layer, Options{threads});
-        CHECK(sharded.d() == m.d);
-        CHECK(sharded.experts() == m.e);
-        CHECK(sharded.held().begin == m.e * world_rank() / world_size());
-        CHECK(sharded.held().end == m.e * (world_rank() + 1) / world_size());
-        CHECK((sharded.local().shared() != nullptr) == (shared && world_rank() == 0));
-        std::vector<float> y = x;
-        sharded.forward(y.data(), y.data(), tokens);  // in place
-        const double single_error = relative_error(y, {expected.begin(), expected.end()});
-        MESSAGE("max |sharded - single| / max |y|: ", single_error);
-        CHECK(single_error <= f32_tolerance(m.d, f_max));
-        CHECK(relative_error(y, exact) <= 3 * f32_tolerance(m.d, f_max));
-        CHECK(same_on_every_rank(y));
-        if (first.empty())
-            first = y;
-        else
-            CHECK(y == first);  // any thread count: the same bits
-    }
+    CHECK(relative_error(expected, exact) <= 3 * f32_tolerance(m.d, f_max));
 }
 
 }  // namespace
@@ -127,6 +135,81 @@ TEST_CASE("sharded MoE layer: DeepSeek-V3 (sigmoid, groups, bias, shared experts
     RouterRule rule;
     rule.top_k = 3;
     check_layer(path, 0, m, rule, true, false, 2 * f);
+}
+
+TEST_CASE("sharded MoE layer: Mixtral in q4_0, experts split unevenly") {
+    // 5 experts: 3 + 2 over 2 ranks, 1 + 2 + 2 over 3; d and f whole q4_0 blocks.
+    const MoeWeights m(64, 32, 5, 0, 41);
+    const std::string path = shared_model(
+        hf_moe_tensors(m, kMixtralNames, 0, "F32"),
+        R"({"model_type": "mixtral", "num_local_experts": 5, "num_experts_per_tok": 2})");
+    RouterRule rule;
+    rule.top_k = 2;
+    rule.normalize = true;
+    check_layer(path, 0, m, rule, false, false, 32, Dtype::q4_0);
+    check_layer(path, 0, m, rule, false, false, 32);
+}
+
+TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts") {
+    // Qwen2-MoE's shape (a gated shared block), the arrays stacked out_in as
+    // PyTorch holds them, and in_out; f32 and q8_0 (whole blocks of 32).
+    const MoeWeights m(32, 32, 6, 64, 53);
+    RouterRule rule;
+    rule.top_k = 4;
+    for (Layout layout : {Layout::out_in, Layout::in_out}) {
+        CAPTURE(int(layout));
+        const MoeWeights::Stacked w = m.stacked(layout);
+        const ExpertWeights shared{m.shared->gate_view(), m.shared->up_view(),
+                                   m.shared->down_view()};
+        MoeArrays a;
+        a.router = WeightView::out_in(m.router.data(), m.e, m.d);
+        a.rule = rule;
+        a.gate = w.gate.data();
+        a.up = w.up.data();
+        a.down = w.down.data();
+        a.experts = m.e;
+        a.d = m.d;
+        a.f = m.f;
+        a.layout = layout;
+        a.shared = &shared;
+        a.shared_gate = m.shared_gate.data();
+        for (Dtype dtype : {Dtype::f32, Dtype::q8_0}) {
+            CAPTURE(int(dtype));
+            Options one{1};
+            one.dtype = dtype;
+            const MoeLayer single = m.layer(rule, false, true, true, one);
+            const std::int64_t tokens = 11;
+            check_sharded(random_input(tokens, m.d, 9), tokens, single, [&](int threads) {
+                Options o = one;
+                o.threads = threads;
+                ShardedMoeLayer sharded(MPI_COMM_WORLD, a, o);
+                CHECK(sharded.held().begin == m.e * world_rank() / world_size());
+                CHECK(sharded.local().experts().experts() == sharded.held().size());
+                CHECK((sharded.local().shared() != nullptr) == (world_rank() == 0));
+                return sharded;
+            });
+        }
+    }
+    // A bad array on one rank fails every rank.
+    MoeArrays bad;
+    bad.router = WeightView::out_in(m.router.data(), m.e, m.d);
+    bad.rule = rule;
+    bad.experts = m.e;
+    bad.d = m.d;
+    bad.f = m.f;
+    CHECK(error_on_every_rank([&] {
+              ShardedMoeLayer(MPI_COMM_WORLD, bad, Options{1});
+          }).find("is null") != std::string::npos);
+    // Another rule on the last rank (top 3, not 4): every rank refuses.
+    const MoeWeights::Stacked w = m.stacked(Layout::out_in);
+    MoeArrays other = bad;
+    other.gate = w.gate.data();
+    other.up = w.up.data();
+    other.down = w.down.data();
+    if (world_rank() == world_size() - 1) other.rule.top_k = 3;
+    CHECK(error_on_every_rank([&] {
+              ShardedMoeLayer(MPI_COMM_WORLD, other, Options{1});
+          }).find("different blocks") != std::string::npos);
 }
 
 TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail every rank") {

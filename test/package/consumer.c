@@ -52,6 +52,34 @@ int main(void) {
         }
         swiglu_experts_destroy(experts);
         printf("swiglu moe: expert %d, weight %.6f, y = %.6f\n", (int)id, weight, moe_y);
-        return (id == 1 && weight == 1.0f && moe_y > 4.77268f && moe_y < 4.77272f) ? 0 : 1;
+        if (!(id == 1 && weight == 1.0f && moe_y > 4.77268f && moe_y < 4.77272f)) return 1;
+
+        /* The same as a whole layer from arrays: a router (d x E, in_out)
+         * whose logits for x = 1 are [0, 1], so expert 1 again. */
+        {
+            const float router_w[2] = {0, 1};
+            const swiglu_weight router = {router_w, 1, 2, SWIGLU_LAYOUT_IN_OUT};
+            swiglu_moe_layer* layer = NULL;
+            int64_t count = 0, top_k = 0, d = 0, f = 0;
+            int shared = -1;
+            float layer_y = 0.0f;
+            id = -1;
+            weight = 0.0f;
+            if (swiglu_moe_layer_create(&router, &rule, NULL, gates, ups, downs, 2, 1, 3,
+                                        SWIGLU_LAYOUT_IN_OUT, NULL, NULL, &layer) != SWIGLU_OK ||
+                swiglu_moe_layer_forward(layer, &x, &layer_y, 1) != SWIGLU_OK ||
+                swiglu_moe_layer_route(layer, &x, 1, &id, &weight) != SWIGLU_OK ||
+                swiglu_moe_layer_dims(layer, &count, &top_k, &d, &f, &shared) != SWIGLU_OK) {
+                fprintf(stderr, "moe layer: %s\n", swiglu_last_error());
+                return 1;
+            }
+            swiglu_moe_layer_destroy(layer);
+            printf("swiglu moe layer: %d experts, top %d, expert %d, y = %.6f\n", (int)count,
+                   (int)top_k, (int)id, layer_y);
+            return (count == 2 && top_k == 1 && d == 1 && f == 3 && shared == 0 && id == 1 &&
+                    weight == 1.0f && layer_y == moe_y)
+                       ? 0
+                       : 1;
+        }
     }
 }

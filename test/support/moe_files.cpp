@@ -48,6 +48,23 @@ void MoeWeights::round_router(const std::string& dtype) {
     shared_gate = rounded(shared_gate, dtype);
 }
 
+MoeWeights::Stacked MoeWeights::stacked(Layout layout) const {
+    const bool t = layout == Layout::in_out;  // each (out_in) matrix transposed
+    Stacked out;
+    const auto put = [t](std::vector<float>& to, const std::vector<float>& w, std::int64_t rows,
+                         std::int64_t cols) {  // w: rows x cols
+        for (std::int64_t i = 0; i < (t ? cols : rows); ++i)
+            for (std::int64_t j = 0; j < (t ? rows : cols); ++j)
+                to.push_back(t ? w[std::size_t(j * cols + i)] : w[std::size_t(i * cols + j)]);
+    };
+    for (const RandomBlock& b : experts) {
+        put(out.gate, b.gate, f, d);
+        put(out.up, b.up, f, d);
+        put(out.down, b.down, d, f);
+    }
+    return out;
+}
+
 MoeLayer MoeWeights::layer(const RouterRule& rule, bool with_bias, bool with_shared, bool with_gate,
                            const Options& options) const {
     std::vector<ExpertWeights> w;

@@ -33,6 +33,12 @@ struct MoeWeights {
     void round_blocks(const std::string& dtype);
     void round_router(const std::string& dtype);  // the router, bias and shared gate
 
+    // The experts' gate, up and down each stacked, E matrices one after
+    // another in `layout`, as Experts::stacked takes them.
+    struct Stacked {
+        std::vector<float> gate, up, down;
+    };
+    Stacked stacked(Layout layout) const;
     // The layer built from these arrays.
     MoeLayer layer(const RouterRule& rule, bool with_bias, bool with_shared, bool with_gate,
                    const Options& options = {}) const;

@@ -376,6 +376,9 @@ inline __mmask16 pair_mask(std::int64_t c0, std::int64_t n) {
 
 // R rows (a[r], y rows y + r * ldy) over G expanded pairs (columns c0 + 16 q)
 // for one super-block; `first`: b = 0, so the accumulators start at 0.
+// The sub-block loop stays rolled, everything in it unrolled: unrolled too,
+// a 4 x 2 pass is ~1100 instructions (~7 KiB) per super-block, and the
+// front end, not vpdpbusd, bounded it (see kExpandedRows).
 template <GroupedFormat kFormat, int R, int G>
 inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a)[R], float* y,
                           std::int64_t ldy, const __mmask16 (&mask)[G], std::int64_t c0,
@@ -387,7 +390,7 @@ inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a
     for (int q = 0; q < G; ++q)
 #pragma GCC unroll 64
         for (int r = 0; r < R; ++r) isum[q][r] = _mm512_setzero_si512();
-#pragma GCC unroll 64
+#pragma GCC unroll 1
     for (int i = 0; i < kSub; ++i) {
         __m512i sums[G][R];
 #pragma GCC unroll 64
@@ -454,10 +457,15 @@ inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a
 }
 
 // Rows per expanded pass and pairs side by side, and the fewest rows a tile
-// call expands for (fewer: the streaming passes above). Every loop of
-// expanded_rows must be unrolled (#pragma GCC unroll): GCC 12 otherwise
-// keeps the t loop rolled, copies each sum register per iteration and
-// spills, and the path ran 10-20 % slower than the streaming one. llama7b,
+// call expands for (fewer: the streaming passes above). The loops inside a
+// sub-block must be unrolled (#pragma GCC unroll): GCC 12 otherwise keeps
+// the t loop rolled, copies each sum register per iteration and spills, and
+// the path ran 10-20 % slower than the streaming one. The sub-block loop
+// itself is kept rolled (#pragma GCC unroll 1): the whole super-block
+// unrolled made each pass ~7 KiB of code, and rolling it gained, llama7b,
+// 2 threads, 128 / 512 tokens, one run beside the old binary (GFLOP/s):
+// Q4_K 908 / 827 -> 957 / 946, Q5_K 802 / 778 -> 982 / 982, Q6_K 676 /
+// 704 -> 863 / 856 (docs/measurements.md, sixteenth session). Before, llama7b,
 // 2 threads, this VM (2 cores of an AMD EPYC), GFLOP/s at 128 / 512
 // tokens (before: median of 3 runs; 4 x 2: mean of 2; the rest one run,
 // each beside the others in the same run; noise about +-10 %):

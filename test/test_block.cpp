@@ -117,6 +117,21 @@ TEST_CASE("a block whose weights stream from DRAM matches the fp64 reference") {
     }
 }
 
+TEST_CASE("tasks of several row tiles (many column tiles that fit L2) match the fp64 reference") {
+    // 32 and 16 column tiles of 1 MiB: a task runs both of the 72 tokens'
+    // row tiles (64 + 8) on its column tile (tiling.hpp, row_tiles_per_task).
+    const std::int64_t d = 1024, f = 4096, tokens = 72;
+    RandomBlock b(d, f, Layout::out_in, 45);
+    const auto x = test::random_input(tokens, d, 45);
+    const auto ref =
+        test::reference_ffn(x.data(), tokens, b.gate_view(), b.up_view(), b.down_view());
+    const Ffn one(b.gate_view(), b.up_view(), b.down_view(), Options{1});
+    const Ffn two(b.gate_view(), b.up_view(), b.down_view(), Options{2});
+    const auto y = run(two, x, tokens);
+    CHECK(test::relative_error(y, ref) <= tolerance(d, f));
+    CHECK(std::memcmp(y.data(), run(one, x, tokens).data(), y.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("with the panels mode off (oneDNN's f32 kernels) forward matches the fp64 reference") {
     const std::int64_t shapes[][2] = {{1, 1}, {7, 13}, {128, 341}, {1024, 1100}};
     for (const auto& [d, f] : shapes) {

@@ -31,8 +31,11 @@ struct Chunk {
     // An engine that batches full-height tiles (the prefill engine) takes
     // the leading ones all in one task per column tile, so that a weight
     // tile is unpacked once for all of them; each other row tile is a task
-    // of its own. slots = tasks per column tile.
+    // of its own, or, with `grouped` > 1 (an engine that runs row tiles one
+    // by one), each run of `grouped` row tiles (tiling.hpp,
+    // row_tiles_per_task). slots = tasks per column tile.
     int batched_tiles = 0;
+    int grouped = 1;
     int slots = 0;
     PhaseRunner runner;
 
@@ -51,9 +54,20 @@ struct Chunk {
         const int slot = static_cast<int>(task % slots);
         const std::int64_t n = phase.outputs(j);
         TileWorker& w = ws.workers[static_cast<std::size_t>(worker)];
+        if (grouped > 1) {
+            for (int i = slot * grouped; i < std::min(row_tiles, (slot + 1) * grouped); ++i)
+                matmul(phase, id, j, n, i, 1, w, epilogue);
+            return;
+        }
         // Slot 0 takes every batched tile (rows [0, 64 batched_tiles)).
         const int first = slot == 0 ? 0 : slot + (batched_tiles > 0 ? batched_tiles - 1 : 0);
-        const int count = slot == 0 && batched_tiles > 0 ? batched_tiles : 1;
+        matmul(phase, id, j, n, first, slot == 0 && batched_tiles > 0 ? batched_tiles : 1, w,
+               epilogue);
+    }
+    // Row tiles [first, first + count) of column tile j as one job.
+    template <class Epilogue>
+    void matmul(const Phase& phase, PhaseId id, std::int64_t j, std::int64_t n, int first,
+                int count, TileWorker& w, Epilogue& epilogue) {
         const RowTile& t = tiles[first];
         engine.run(
             phase,
@@ -126,14 +140,19 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
     const Numerics& mode = *block.numerics;
     const std::int64_t column_tiles =
         std::min(block.gate_up.columns.count, block.down.columns.count);
+    // The bigger of the phases' weight tiles, as plan_tiles sized them.
+    const auto tile_bytes = static_cast<std::int64_t>(
+        block.engine->geometry().tile_bytes_per_weight *
+        double(std::max(d * block.gate_up.outputs(0), f * block.down.outputs(0))));
     for (std::int64_t m0 = 0; m0 < rows; m0 += kChunkRows) {
         const std::int64_t n = std::min(kChunkRows, rows - m0);
         TraceSink chunk_trace;
         if (kTraced)
             chunk_trace = {trace->gate + m0 * f, trace->up + m0 * f,
                            trace->act ? trace->act + m0 * f : nullptr};
-        Chunk chunk{block, mode, *block.engine, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, 0,
-                    0,     {}};
+        Chunk chunk{
+            block, mode, *block.engine, ws, x + m0 * d, y + m0 * d, &chunk_trace, {}, 0, 0, 1,
+            0,     {}};
         chunk.row_tiles =
             plan_rows(n, block.min_bucket, max_row_bucket(n, column_tiles), chunk.tiles);
         if (block.engine->batches_full_tiles())  // plan_rows puts the full-height tiles first
@@ -141,6 +160,10 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
                    chunk.tiles[chunk.batched_tiles].bucket == kRowBuckets - 1)
                 ++chunk.batched_tiles;
         chunk.slots = chunk.row_tiles - (chunk.batched_tiles > 0 ? chunk.batched_tiles - 1 : 0);
+        if (chunk.batched_tiles == 0) {
+            chunk.grouped = row_tiles_per_task(column_tiles, tile_bytes, chunk.row_tiles);
+            chunk.slots = (chunk.row_tiles + chunk.grouped - 1) / chunk.grouped;
+        }
         mode.prepare_x(chunk.x, n, chunk.tiles[chunk.row_tiles - 1], ws);
 
         ThreadPool* use =

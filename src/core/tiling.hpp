@@ -109,6 +109,21 @@ bool weights_stream_from_dram(std::int64_t weight_bytes);
 // thread count, so results stay bit-identical for any thread count.
 int max_row_bucket(std::int64_t rows, std::int64_t column_tiles);
 
+// Row tiles one task runs, one after another on its column tile, where an
+// engine runs each row tile on its own: all of a chunk's when both phases
+// have at least kGroupColumnTiles column tiles (enough tasks for any pool)
+// of at most kGroupTileBytes each (about a core's L2), else 1. With one
+// row tile a task, the pool's threads took consecutive tasks -- the same
+// weight tile -- at once, and each pulled it into its own L2; a task of all
+// the chunk's row tiles pulls it once for them all. llama7b bf16 (1 and
+// 1.4 MiB tiles) on 2 threads: 1.08x at 128 tokens, 1.035x at 512, level
+// on one thread; f32 (2 and 2.8 MiB tiles, which no L2 here holds): 0.97x
+// at 128 tokens (docs/measurements.md, sixteenth session). Which thread
+// runs a row tile never changes what it computes.
+inline constexpr std::int64_t kGroupColumnTiles = 16;
+inline constexpr std::int64_t kGroupTileBytes = std::int64_t{3} << 19;  // 1.5 MiB
+int row_tiles_per_task(std::int64_t column_tiles, std::int64_t tile_bytes, int row_tiles);
+
 // Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows, tiles between
 // 1 << min_bucket and 1 << max_bucket rows; returns how many.
 int plan_rows(std::int64_t rows, int min_bucket, int max_bucket,

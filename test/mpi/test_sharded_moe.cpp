@@ -212,6 +212,44 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
           }).find("different blocks") != std::string::npos);
 }
 
+TEST_CASE("sharded MoE layer (review): fewer tokens than ranks, none, and calls that route anew") {
+    // Qwen2-MoE's shape from arrays (gated shared block), 5 experts: split
+    // unevenly, k = 4 above every rank's share. T in {0, 1, 2} leaves ranks
+    // with empty token slices; one object then runs calls of one size whose
+    // routing differs (each call's held slots differ), each against the
+    // single process bit for bit.
+    const MoeWeights m(32, 32, 5, 64, 77);
+    RouterRule rule;
+    rule.top_k = 4;
+    const MoeWeights::Stacked w = m.stacked(Layout::out_in);
+    const ExpertWeights shared{m.shared->gate_view(), m.shared->up_view(), m.shared->down_view()};
+    MoeArrays a;
+    a.router = WeightView::out_in(m.router.data(), m.e, m.d);
+    a.rule = rule;
+    a.gate = w.gate.data();
+    a.up = w.up.data();
+    a.down = w.down.data();
+    a.experts = m.e;
+    a.d = m.d;
+    a.f = m.f;
+    a.shared = &shared;
+    a.shared_gate = m.shared_gate.data();
+    const MoeLayer single = m.layer(rule, false, true, true, Options{1});
+    const ShardedMoeLayer sharded(MPI_COMM_WORLD, a, Options{2});
+    for (std::int64_t tokens : {0, 1, 2, 1, 7, 2}) {
+        CAPTURE(tokens);
+        for (unsigned seed : {1u, 2u, 3u}) {
+            CAPTURE(seed);
+            const std::vector<float> x = random_input(std::max<std::int64_t>(tokens, 1), m.d, seed);
+            std::vector<float> expected(x.size(), 5.0f), y(x.size(), 5.0f);
+            single.forward(x.data(), expected.data(), tokens);
+            sharded.forward(x.data(), y.data(), tokens);
+            CHECK(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)) == 0);
+            CHECK(same_on_every_rank(y));
+        }
+    }
+}
+
 TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail every rank") {
     const MoeWeights m(16, 8, 4, 0, 3);
     const std::string config =

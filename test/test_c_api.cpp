@@ -1039,8 +1039,8 @@ TEST_CASE("moe_layer_create: a layer from arrays in memory, the C++ MoeLayer's b
                                            SWIGLU_LAYOUT_OUT_IN};
         CHECK(swiglu_moe_layer_create(&huge_router, &qwen, nullptr, w.gate.data(), w.up.data(),
                                       w.down.data(), std::int64_t{1} << 40, std::int64_t{1} << 20,
-                                      std::int64_t{1} << 20, SWIGLU_LAYOUT_OUT_IN, nullptr,
-                                      nullptr, &big) == SWIGLU_INVALID_ARGUMENT);
+                                      std::int64_t{1} << 20, SWIGLU_LAYOUT_OUT_IN, nullptr, nullptr,
+                                      &big) == SWIGLU_INVALID_ARGUMENT);
         CHECK(big == nullptr);
         CHECK(std::string(swiglu_last_error()).find("overflows") != std::string::npos);
     }

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -210,6 +211,35 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
     CHECK(error_on_every_rank([&] {
               ShardedMoeLayer(MPI_COMM_WORLD, other, Options{1});
           }).find("different blocks") != std::string::npos);
+    // Review: what the identity missed. On the last rank another scaling
+    // (past to_string's 6 decimals), the experts' layout, the router's
+    // layout, a router value or a bias value one ulp off: every rank refuses.
+    const bool last = world_rank() == world_size() - 1;
+    std::vector<float> router = m.router, bias = m.bias;
+    const std::vector<float> router_t = [&] {  // the same router, d x E
+        std::vector<float> t(router.size());
+        for (std::int64_t e = 0; e < m.e; ++e)
+            for (std::int64_t c = 0; c < m.d; ++c)
+                t[std::size_t(c * m.e + e)] = router[std::size_t(e * m.d + c)];
+        return t;
+    }();
+    for (int change = 0; change < 5; ++change) {
+        CAPTURE(change);
+        MoeArrays one = other;
+        one.rule = rule;
+        one.bias = bias.data();
+        router = m.router;
+        bias = m.bias;
+        one.router = WeightView::out_in(router.data(), m.e, m.d);
+        if (last && change == 0) one.rule.scaling = 1.0000001f;
+        if (last && change == 1) one.layout = Layout::in_out;
+        if (last && change == 2) one.router = WeightView::in_out(router_t.data(), m.d, m.e);
+        if (last && change == 3) router[5] = std::nextafter(router[5], 2.0f);
+        if (last && change == 4) bias[1] = std::nextafter(bias[1], 2.0f);
+        CHECK(error_on_every_rank([&] {
+                  ShardedMoeLayer(MPI_COMM_WORLD, one, Options{1});
+              }).find("different blocks") != std::string::npos);
+    }
 }
 
 TEST_CASE("sharded MoE layer (review): fewer tokens than ranks, none, and calls that route anew") {
@@ -250,13 +280,12 @@ TEST_CASE("sharded MoE layer (review): fewer tokens than ranks, none, and calls 
     }
 }
 
-// Review finding (skipped: today it aborts the job with MPI_ERR_TRUNCATE or
-// corrupts the heap, "malloc(): corrupted top size"; run with --no-skip):
-// ranks whose routing differs (x differing by a bit, a bias or router that
-// differs, or another ISA's router kernel on a mixed cluster) disagree on
-// the Alltoallv counts. The wanted behaviour: every rank throws, y untouched.
-TEST_CASE("sharded MoE layer (review): ranks that route differently fail every rank" *
-          doctest::skip()) {
+// Review finding: ranks whose routing differs (x differing by a bit, a bias
+// or router that differs, or another ISA's router kernel on a mixed cluster)
+// disagreed on the Alltoallv counts: MPI_ERR_TRUNCATE, once heap corruption.
+// The routing's fingerprint is now agreed with the call: every rank throws,
+// y untouched.
+TEST_CASE("sharded MoE layer (review): ranks that route differently fail every rank") {
     const MoeWeights m(16, 8, 4, 0, 3);
     const MoeWeights::Stacked w = m.stacked(Layout::out_in);
     MoeArrays a;
@@ -274,8 +303,16 @@ TEST_CASE("sharded MoE layer (review): ranks that route differently fail every r
     const std::vector<float> x =
         random_input(tokens, m.d, world_rank() == world_size() - 1 ? 2 : 1);
     std::vector<float> y(x.size(), 7.0f);
-    CHECK(!error_on_every_rank([&] { layer.forward(x.data(), y.data(), tokens); }).empty());
+    const std::string error =
+        error_on_every_rank([&] { layer.forward(x.data(), y.data(), tokens); });
+    CAPTURE(error);
+    CHECK(error.find("ranks routed differently") != std::string::npos);
+    CHECK(error.find("identical on every rank") != std::string::npos);
     CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
+    // The layer is still good: the same x everywhere runs.
+    const std::vector<float> same = random_input(tokens, m.d, 1);
+    layer.forward(same.data(), y.data(), tokens);
+    CHECK(same_on_every_rank(y));
 }
 
 TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail every rank") {

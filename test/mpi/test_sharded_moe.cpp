@@ -162,16 +162,7 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
         const MoeWeights::Stacked w = m.stacked(layout);
         const ExpertWeights shared{m.shared->gate_view(), m.shared->up_view(),
                                    m.shared->down_view()};
-        MoeArrays a;
-        a.router = WeightView::out_in(m.router.data(), m.e, m.d);
-        a.rule = rule;
-        a.gate = w.gate.data();
-        a.up = w.up.data();
-        a.down = w.down.data();
-        a.experts = m.e;
-        a.d = m.d;
-        a.f = m.f;
-        a.layout = layout;
+        MoeArrays a = moe_arrays(m, w, layout, rule);
         a.shared = &shared;
         a.shared_gate = m.shared_gate.data();
         for (Dtype dtype : {Dtype::f32, Dtype::q8_0}) {
@@ -253,15 +244,7 @@ TEST_CASE("sharded MoE layer (review): fewer tokens than ranks, none, and calls 
     rule.top_k = 4;
     const MoeWeights::Stacked w = m.stacked(Layout::out_in);
     const ExpertWeights shared{m.shared->gate_view(), m.shared->up_view(), m.shared->down_view()};
-    MoeArrays a;
-    a.router = WeightView::out_in(m.router.data(), m.e, m.d);
-    a.rule = rule;
-    a.gate = w.gate.data();
-    a.up = w.up.data();
-    a.down = w.down.data();
-    a.experts = m.e;
-    a.d = m.d;
-    a.f = m.f;
+    MoeArrays a = moe_arrays(m, w, Layout::out_in, rule);
     a.shared = &shared;
     a.shared_gate = m.shared_gate.data();
     const MoeLayer single = m.layer(rule, false, true, true, Options{1});
@@ -288,16 +271,9 @@ TEST_CASE("sharded MoE layer (review): fewer tokens than ranks, none, and calls 
 TEST_CASE("sharded MoE layer (review): ranks that route differently fail every rank") {
     const MoeWeights m(16, 8, 4, 0, 3);
     const MoeWeights::Stacked w = m.stacked(Layout::out_in);
-    MoeArrays a;
-    a.router = WeightView::out_in(m.router.data(), m.e, m.d);
-    a.rule.top_k = 2;
-    a.gate = w.gate.data();
-    a.up = w.up.data();
-    a.down = w.down.data();
-    a.experts = m.e;
-    a.d = m.d;
-    a.f = m.f;
-    const ShardedMoeLayer layer(MPI_COMM_WORLD, a, Options{1});
+    RouterRule rule;
+    rule.top_k = 2;
+    const ShardedMoeLayer layer(MPI_COMM_WORLD, moe_arrays(m, w, Layout::out_in, rule), Options{1});
     const std::int64_t tokens = 16;
     // Another x on the last rank: other experts for (some of) its tokens.
     const std::vector<float> x =

@@ -44,12 +44,9 @@ double phase_seconds(int threads) {
     // The block alive for the row holds this pool, so this is its pool. Claimed
     // as a forward claims it: nothing else may drive it while the phases run.
     const auto shared = swiglu::detail::shared_pool(threads, nullptr);
-    if (!shared->try_claim())
+    const swiglu::detail::PoolClaim claim(shared.get());
+    if (!claim.held())
         throw std::logic_error("ridge limits: the shared pool is driven by another caller");
-    struct Release {
-        swiglu::detail::SharedPool& p;
-        ~Release() { p.release(); }
-    } release{*shared};
     swiglu::detail::ThreadPool& pool = shared->pool();
     auto noop = [](std::int64_t, int) {};
     constexpr int kRuns = 1000;  // one sample: a batch of runs, ~1-10 us each

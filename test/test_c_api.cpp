@@ -1032,6 +1032,18 @@ TEST_CASE("moe_layer_create: a layer from arrays in memory, the C++ MoeLayer's b
     CHECK(swiglu_moe_layer_create(&router, &qwen, nullptr, w.gate.data(), w.up.data(),
                                   w.down.data(), m.e, m.d, m.f, SWIGLU_LAYOUT_OUT_IN, nullptr,
                                   nullptr, nullptr) == SWIGLU_INVALID_ARGUMENT);
+    // Review: E * d * f past int64 is refused before any array is read.
+    {
+        swiglu_moe_layer* big = reinterpret_cast<swiglu_moe_layer*>(0x1);
+        const swiglu_weight huge_router = {m.router.data(), std::int64_t{1} << 40, m.d,
+                                           SWIGLU_LAYOUT_OUT_IN};
+        CHECK(swiglu_moe_layer_create(&huge_router, &qwen, nullptr, w.gate.data(), w.up.data(),
+                                      w.down.data(), std::int64_t{1} << 40, std::int64_t{1} << 20,
+                                      std::int64_t{1} << 20, SWIGLU_LAYOUT_OUT_IN, nullptr, nullptr,
+                                      &big) == SWIGLU_INVALID_ARGUMENT);
+        CHECK(big == nullptr);
+        CHECK(std::string(swiglu_last_error()).find("overflows") != std::string::npos);
+    }
 }
 
 }  // TEST_SUITE

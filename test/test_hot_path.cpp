@@ -6,53 +6,14 @@
 // oneDNN's per-execution share.
 #include <doctest/doctest.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <memory>
-#include <new>
 #include <vector>
 
 #include <swiglu/moe.hpp>
 #include <swiglu/swiglu.hpp>
 
+#include "allocation_counter.hpp"
 #include "reference.hpp"
-
-namespace {
-std::atomic<long> g_news{0};
-}
-
-// Replaces the global operator new for the whole test binary (and the oneDNN
-// it calls): counting only.
-void* operator new(std::size_t n) {
-    g_news.fetch_add(1, std::memory_order_relaxed);
-    if (void* p = std::malloc(n ? n : 1)) return p;
-    throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-// The nothrow pair too (std::stable_sort's buffer: get_temporary_buffer
-// allocates with it and frees with the sized delete above). Left to the
-// runtime, under AddressSanitizer its new came from ASan's allocator and
-// went back through free(): an alloc-dealloc mismatch.
-void* operator new(std::size_t n, const std::nothrow_t&) noexcept {
-    g_news.fetch_add(1, std::memory_order_relaxed);
-    return std::malloc(n ? n : 1);
-}
-void operator delete(void* p, const std::nothrow_t&) noexcept { std::free(p); }
-
-namespace {
-std::atomic<long> g_aligned{0};
-}
-
-// And aligned_alloc, where the library's scratch comes from (AlignedBuffer):
-// counted, then served by posix_memalign (aligned_alloc's contract is the
-// same, with an alignment of at least a pointer's).
-extern "C" void* aligned_alloc(std::size_t alignment, std::size_t size) noexcept {
-    g_aligned.fetch_add(1, std::memory_order_relaxed);
-    void* p = nullptr;
-    if (alignment < sizeof(void*)) alignment = sizeof(void*);
-    return posix_memalign(&p, alignment, size) == 0 ? p : nullptr;
-}
 
 using namespace swiglu;
 
@@ -75,9 +36,9 @@ TEST_CASE("forward allocates the same on every call, only inside oneDNN's execut
         ffn.forward(x.data(), y.data(), c.tokens);  // first call: workspace made here
         long counts[3];
         for (long& n : counts) {
-            const long before = g_news.load();
+            const long before = test::operator_news();
             for (int i = 0; i < 10; ++i) ffn.forward(x.data(), y.data(), c.tokens);
-            n = g_news.load() - before;
+            n = test::operator_news() - before;
         }
         CHECK(counts[0] == counts[1]);
         CHECK(counts[1] == counts[2]);
@@ -100,9 +61,9 @@ TEST_CASE("a block on our own kernels allocates nothing at all after its first c
             const auto x = test::random_input(tokens, b.d, 2);
             std::vector<float> y(x.size());
             ffn.forward(x.data(), y.data(), tokens);
-            const long before = g_news.load();
+            const long before = test::operator_news();
             for (int i = 0; i < 10; ++i) ffn.forward(x.data(), y.data(), tokens);
-            CHECK(g_news.load() - before == 0);
+            CHECK(test::operator_news() - before == 0);
         }
 }
 
@@ -127,11 +88,11 @@ TEST_CASE("Experts allocate nothing after their first call of a size, nor for sm
         const std::vector<float> w(ids.size(), 0.5f);
         if (first) experts.forward(x.data(), y.data(), tokens, ids.data(), w.data(), k);
         first = false;
-        const long news = g_news.load(), aligned = g_aligned.load();
+        const long news = test::operator_news(), aligned = test::aligned_allocs();
         for (int i = 0; i < 10; ++i)
             experts.forward(x.data(), y.data(), tokens, ids.data(), w.data(), k);
-        CHECK(g_news.load() - news == 0);
-        CHECK(g_aligned.load() - aligned == 0);
+        CHECK(test::operator_news() - news == 0);
+        CHECK(test::aligned_allocs() - aligned == 0);
     }
 }
 
@@ -162,10 +123,10 @@ TEST_CASE("a MoeLayer allocates nothing after its first call of a size, nor for 
         std::vector<float> y(x.size());
         if (first) layer.forward(x.data(), y.data(), tokens);
         first = false;
-        const long news = g_news.load(), aligned = g_aligned.load();
+        const long news = test::operator_news(), aligned = test::aligned_allocs();
         for (int i = 0; i < 10; ++i) layer.forward(x.data(), y.data(), tokens);
-        CHECK(g_news.load() - news == 0);
-        CHECK(g_aligned.load() - aligned == 0);
+        CHECK(test::operator_news() - news == 0);
+        CHECK(test::aligned_allocs() - aligned == 0);
     }
 }
 
@@ -180,9 +141,9 @@ TEST_CASE("backward allocates the same on every call") {
     ffn.backward(x.data(), dy.data(), dx.data(), tokens, grads);  // first call: prepared here
     long counts[3];
     for (long& n : counts) {
-        const long before = g_news.load();
+        const long before = test::operator_news();
         for (int i = 0; i < 10; ++i) ffn.backward(x.data(), dy.data(), dx.data(), tokens, grads);
-        n = g_news.load() - before;
+        n = test::operator_news() - before;
     }
     CHECK(counts[0] == counts[1]);
     CHECK(counts[1] == counts[2]);

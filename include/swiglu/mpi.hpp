@@ -120,8 +120,9 @@ class SWIGLU_API ShardedMoeLayer {
 public:
     // Collective: every rank loads layer `layer` of the checkpoint at `path`
     // (any file load_moe_layer reads) with the whole router (every rank
-    // routes every token: the same ids and weights everywhere, routing is
-    // deterministic), its expert_range of the routed experts only
+    // routes every token: the same ids and weights everywhere, given the
+    // same x, router and bias on every rank and CPUs whose router rounding
+    // agrees; forward() checks it), its expert_range of the routed experts only
     // (load_moe_layer_part: the other experts' bytes are never read), and,
     // on rank 0 only, the shared block and its gate. A failure on any rank
     // (a bad file, memory, fewer experts than ranks), or ranks that loaded
@@ -136,8 +137,9 @@ public:
     // expert_range of the routed experts (Experts::stacked from that offset
     // of the arrays: the others are never read) and, on rank 0 only, the
     // shared block. Every rank keeps the whole router. Errors as above,
-    // and ranks that passed different shapes, rules or dtypes throw on
-    // every rank. The arrays may be freed afterwards.
+    // and ranks that passed different shapes, layouts, rules, dtypes or
+    // router and bias values throw on every rank. The arrays may be freed
+    // afterwards.
     ShardedMoeLayer(MPI_Comm comm, const MoeArrays& arrays, const Options& options = {});
     // The same over MPI_COMM_WORLD.
     explicit ShardedMoeLayer(const MoeArrays& arrays, const Options& options = {});
@@ -161,12 +163,17 @@ public:
     // to the rank owning their token (rank q: tokens [T q / P, T (q + 1) /
     // P)), which adds them in one process's order, and the token slices are
     // gathered: y is one process's MoeLayer::forward bit for bit, for any P
-    // and thread counts, on every rank. Arguments are agreed on first; a
-    // failure anywhere throws everywhere and writes nothing. y may be x.
+    // and thread counts, on every rank. Arguments are agreed on first, and
+    // the routing's fingerprint with them: ranks that routed differently (x,
+    // router or bias not identical everywhere, or CPUs whose router rounding
+    // differs) throw invalid_argument ("ranks routed differently") on every
+    // rank. A failure anywhere throws everywhere and writes nothing. y may
+    // be x.
     // One call at a time per object.
     void forward(const float* x, float* y, std::int64_t tokens) const;
 
-    // Seconds the last forward() spent in the collective.
+    // Seconds the last forward() spent in the collective (0 after a call
+    // of no tokens, or one that failed).
     double last_collective_seconds() const;
 
 private:

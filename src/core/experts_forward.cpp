@@ -145,11 +145,8 @@ void ExpertsImpl::run_experts(Scratch& s, float* rows, std::int64_t count) const
         experts[static_cast<std::size_t>(e)].forward(r, r, n);
     };
     const bool side_by_side = pool && chosen >= threads && most * threads <= count + threads - 1;
-    if (side_by_side && pool->try_claim()) {
-        struct Release {
-            SharedPool& pool;
-            ~Release() { pool.release(); }
-        } release{*pool};
+    const PoolClaim claim(side_by_side ? pool.get() : nullptr);
+    if (claim.held()) {
         // Most rows first, ties to the lower id (std::sort: stable_sort
         // would allocate its buffer on every call).
         std::sort(order, order + chosen, [&](std::int64_t a, std::int64_t b) {

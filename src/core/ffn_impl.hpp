@@ -66,13 +66,12 @@ private:
 template <class Run>
 void FfnImpl::lease(Run&& run) const {
     OmpSerialScope serial;
-    if (pool && pool->try_claim()) {
-        struct Release {
-            SharedPool& pool;
-            ~Release() { pool.release(); }
-        } release{*pool};
-        run(slots_.unleased(0), &pool->pool(), threads);
-        return;
+    {
+        const PoolClaim claim(pool.get());
+        if (claim.held()) {
+            run(slots_.unleased(0), &pool->pool(), threads);
+            return;
+        }
     }
     // Without a pool, slot 0 serves single-threaded calls like the others.
     slots_.lease([&](Slot& slot) { run(slot, static_cast<ThreadPool*>(nullptr), 1); },

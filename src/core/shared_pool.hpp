@@ -34,6 +34,23 @@ private:
     std::atomic<bool> claimed_{false};
 };
 
+// A scope's claim on a pool (null: none to claim): held() when this caller
+// drives it, released when the scope ends (normally or by an exception).
+class PoolClaim {
+public:
+    explicit PoolClaim(SharedPool* pool) : pool_(pool && pool->try_claim() ? pool : nullptr) {}
+    ~PoolClaim() {
+        if (pool_) pool_->release();
+    }
+    PoolClaim(const PoolClaim&) = delete;
+    PoolClaim& operator=(const PoolClaim&) = delete;
+
+    bool held() const { return pool_ != nullptr; }
+
+private:
+    SharedPool* pool_;
+};
+
 // The process's pool of `threads` (>= 2) threads, made on first request and
 // kept while some block holds it. Each worker calls `on_start` once; the
 // first request's `on_start` is the one used. Takes a lock: construction

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <climits>
+#include <cstring>
 #include <limits>
 
 namespace swiglu::detail {
@@ -13,13 +14,25 @@ namespace swiglu::detail {
 namespace {
 
 // FNV-1a: the same value for the same text on every rank and machine.
+constexpr std::uint64_t kFnvPrime = 1099511628211ull;
+
 std::uint64_t fingerprint(const std::string& text) {
-    std::uint64_t h = 14695981039346656037ull;
-    for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    std::uint64_t h = kFingerprintStart;
+    for (const char c : text) h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
     return h;
 }
 
 }  // namespace
+
+std::uint64_t fingerprint_words(std::uint64_t h, const void* words, std::int64_t count) {
+    const auto* bytes = static_cast<const unsigned char*>(words);
+    for (std::int64_t i = 0; i < count; ++i) {
+        std::uint32_t w;
+        std::memcpy(&w, bytes + 4 * i, 4);
+        h = (h ^ w) * kFnvPrime;
+    }
+    return h;
+}
 
 std::string dtypes_text(const Options& o) {
     std::string s = dtype_name(o.dtype);
@@ -60,21 +73,27 @@ void PartialSum::agree_same(const char* who, const std::int64_t shape[2],
 
 std::unique_ptr<Error> PartialSum::check_call(const char* who, std::int64_t d, const float* x,
                                               const float* y, std::int64_t tokens) const {
-    const std::string w(who);
-    if (tokens < 0)
-        return std::make_unique<Error>(Status::invalid_argument, w + ": tokens must be >= 0");
-    if (tokens > 0 && (!x || !y))
-        return std::make_unique<Error>(Status::invalid_argument, w + ": x or y is null");
+    // The text is built on the error path only: a good call allocates nothing.
+    const auto fail = [who](const char* what) {
+        return std::make_unique<Error>(Status::invalid_argument, std::string(who) + what);
+    };
+    if (tokens < 0) return fail(": tokens must be >= 0");
+    if (tokens > 0 && (!x || !y)) return fail(": x or y is null");
     if (tokens > std::numeric_limits<std::int64_t>::max() / d / 4)
-        return std::make_unique<Error>(Status::invalid_argument, w + ": tokens * d overflows");
+        return fail(": tokens * d overflows");
     return nullptr;
 }
 
-// One allreduce agrees on failures and token counts before any rank writes y.
-void PartialSum::agree_call(const char* who, const Error* failure, std::int64_t tokens) const {
-    // {lowest failing rank, as ranks - rank (0: none), max tokens, -min tokens}
-    std::int64_t agreed[3] = {failure ? ranks_ - rank_ : 0, tokens, -tokens};
-    check_mpi(MPI_Allreduce(MPI_IN_PLACE, agreed, 3, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce");
+// One allreduce agrees on failures, token counts and routing before any rank
+// writes y.
+void PartialSum::agree_call(const char* who, const Error* failure, std::int64_t tokens,
+                            std::uint64_t routing) const {
+    // {lowest failing rank, as ranks - rank (0: none), max tokens, -min
+    // tokens, max routing, -min routing}: 63 bits of the fingerprint, so that
+    // its negation fits.
+    const std::int64_t r = static_cast<std::int64_t>(routing >> 1);
+    std::int64_t agreed[5] = {failure ? ranks_ - rank_ : 0, tokens, -tokens, r, -r};
+    check_mpi(MPI_Allreduce(MPI_IN_PLACE, agreed, 5, MPI_INT64_T, MPI_MAX, comm_), "MPI_Allreduce");
     if (agreed[0] > 0) {
         const int from = ranks_ - static_cast<int>(agreed[0]);
         throw_from(comm_, from, from == rank_ ? failure : nullptr);
@@ -83,6 +102,12 @@ void PartialSum::agree_call(const char* who, const Error* failure, std::int64_t 
         throw Error(Status::invalid_argument,
                     std::string(who) + ": every rank must pass the same token count (they passed " +
                         std::to_string(-agreed[2]) + " to " + std::to_string(agreed[1]) + ")");
+    if (agreed[3] != -agreed[4])
+        throw Error(Status::invalid_argument,
+                    std::string(who) +
+                        ": ranks routed differently (the ranks' expert ids or weights differ): x, "
+                        "the router and its bias must be identical on every rank, on CPUs whose "
+                        "router rounding agrees");
 }
 
 // Per round of the partial y's values, cut into P pieces: each rank sends

@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "agreement.hpp"
@@ -18,6 +19,12 @@ namespace swiglu::detail {
 
 // "q4_k" or "q4_k/q6_k" (gate|up / down): what a rank runs, to compare.
 std::string dtypes_text(const Options& o);
+
+// FNV-1a over `count` 32-bit words (ints or floats' bits), continuing from
+// h (start with kFingerprintStart): the same value for the same words on
+// every rank and machine.
+constexpr std::uint64_t kFingerprintStart = 14695981039346656037ull;
+std::uint64_t fingerprint_words(std::uint64_t h, const void* words, std::int64_t count);
 
 class PartialSum {
 public:
@@ -43,13 +50,23 @@ public:
     // Collective: every rank calls it with the same tokens (and x); each
     // checks the call (x, y, tokens against d), runs compute() (where tokens
     // > 0), and the ranks agree: a bad call or a failure on any rank, or
-    // token counts that differ, throw on every rank, y untouched.
+    // token counts that differ, throw on every rank, y untouched. A compute()
+    // that returns a std::uint64_t returns a fingerprint of its routing
+    // (ShardedMoeLayer: the ids and weights), which must then be the same on
+    // every rank: agreed in the same allreduce, no collective more.
     template <class Compute>
     void agreed(const char* who, std::int64_t d, const float* x, const float* y,
                 std::int64_t tokens, Compute&& compute) const {
         std::unique_ptr<Error> failure = check_call(who, d, x, y, tokens);
-        if (!failure && tokens > 0) failure = failure_of(who, [&] { compute(); });
-        agree_call(who, failure.get(), tokens);
+        std::uint64_t routing = 0;
+        if (!failure && tokens > 0)
+            failure = failure_of(who, [&] {
+                if constexpr (std::is_void_v<std::invoke_result_t<Compute&>>)
+                    compute();
+                else
+                    routing = compute();
+            });
+        agree_call(who, failure.get(), tokens, routing);
     }
 
     // agreed(), compute being partial(x, tokens, out) into this rank's own
@@ -75,7 +92,8 @@ private:
     void open(MPI_Comm caller);
     std::unique_ptr<Error> check_call(const char* who, std::int64_t d, const float* x,
                                       const float* y, std::int64_t tokens) const;
-    void agree_call(const char* who, const Error* failure, std::int64_t tokens) const;
+    void agree_call(const char* who, const Error* failure, std::int64_t tokens,
+                    std::uint64_t routing) const;
     void sum(float* y, std::int64_t total) const;
 
     MPI_Comm comm_ = MPI_COMM_NULL;

@@ -6,6 +6,8 @@
 #include <swiglu/moe_checkpoint.hpp>
 #include <swiglu/mpi.hpp>
 
+#include <algorithm>
+#include <cstdio>
 #include <limits>
 #include <memory>
 #include <string>
@@ -37,6 +39,14 @@ struct ShardedMoeLayer::Impl {
     mutable std::vector<std::int32_t> ids;
     mutable std::vector<float> weights, terms, shared_terms;
 
+    // The first call of a token count reserves the most terms this rank can
+    // hold (each token's k experts are distinct: min(k, held) of them here),
+    // so that a later call of that count routing more slots here allocates
+    // nothing.
+    void reserve(std::int64_t tokens, std::int64_t k) const {
+        terms.reserve(static_cast<std::size_t>(tokens * std::min(k, held.size()) * d));
+    }
+
     // After construct(): every rank built the same layer, then the exchange.
     void agree(const std::string& identity, bool shared) {
         const std::int64_t shape[2] = {d, experts};
@@ -49,10 +59,27 @@ struct ShardedMoeLayer::Impl {
 namespace {
 
 std::string rule_text(const RouterRule& r) {
+    char scaling[40];  // exactly: %a, not to_string's 6 decimals
+    std::snprintf(scaling, sizeof scaling, "%a", static_cast<double>(r.scaling));
     return "k " + std::to_string(r.top_k) + " score " + std::to_string(int(r.score)) + " norm " +
            std::to_string(int(r.normalize)) + " groups " + std::to_string(r.groups) + "/" +
            std::to_string(r.top_groups) + "/" + std::to_string(int(r.group_score)) + " scaling " +
-           std::to_string(r.scaling);
+           scaling;
+}
+
+const char* layout_text(Layout l) { return l == Layout::out_in ? "out_in" : "in_out"; }
+
+// The router's layout and a fingerprint of its values and the bias's: ranks
+// whose copies differ would route differently (each forward call checks
+// that too, but this names the cause once, at construction).
+std::string router_text(const MoeArrays& a) {
+    std::uint64_t h = detail::fingerprint_words(detail::kFingerprintStart, a.router.data,
+                                                a.router.rows * a.router.cols);
+    if (a.bias) h = detail::fingerprint_words(h, a.bias, a.experts);
+    char text[64];
+    std::snprintf(text, sizeof text, "router %s %016llx", layout_text(a.router.layout),
+                  static_cast<unsigned long long>(h));
+    return text;
 }
 
 }  // namespace
@@ -111,7 +138,8 @@ ShardedMoeLayer::ShardedMoeLayer(MPI_Comm comm, const MoeArrays& a, const Option
     });
     const std::string identity =
         "arrays E " + std::to_string(a.experts) + " d " + std::to_string(a.d) + " f " +
-        std::to_string(a.f) + " " + rule_text(a.rule) + (a.bias ? " bias" : "") +
+        std::to_string(a.f) + " experts " + layout_text(a.layout) + " " + router_text(a) + " " +
+        rule_text(a.rule) + (a.bias ? " bias" : "") +
         (a.shared ? " shared f " + std::to_string(a.shared->gate.out_features()) : "") +
         (a.shared_gate ? " gate" : "") + ", dtype " + detail::dtypes_text(options);
     s.agree(identity, a.shared != nullptr);
@@ -145,7 +173,9 @@ double ShardedMoeLayer::last_collective_seconds() const { return impl().exchange
 void ShardedMoeLayer::forward(const float* x, float* y, std::int64_t tokens) const {
     const Impl& s = impl();
     const std::int64_t k = s.local->rule().top_k;
+    s.exchange.clear_seconds();
     s.ranks.agreed("ShardedMoeLayer::forward", s.d, x, y, tokens, [&] {
+        s.reserve(tokens, k);
         s.ids.resize(static_cast<std::size_t>(tokens * k));
         s.weights.resize(s.ids.size());
         s.local->route(x, tokens, s.ids.data(), s.weights.data());
@@ -153,6 +183,12 @@ void ShardedMoeLayer::forward(const float* x, float* y, std::int64_t tokens) con
         if (s.local->shared()) s.shared_terms.resize(static_cast<std::size_t>(tokens * s.d));
         s.local->terms(x, tokens, s.ids.data(), s.weights.data(), s.terms.data(),
                        s.shared_terms.data());
+        // Ranks that routed differently would disagree on the exchange's
+        // counts (MPI_ERR_TRUNCATE, or worse): the routing's fingerprint goes
+        // into the call's agreement, and a mismatch fails every rank.
+        const std::uint64_t h =
+            detail::fingerprint_words(detail::kFingerprintStart, s.ids.data(), tokens * k);
+        return detail::fingerprint_words(h, s.weights.data(), tokens * k);
     });
     if (tokens > 0)
         s.exchange.combine(s.ids.data(), tokens, s.terms.data(), s.shared_terms.data(), y);

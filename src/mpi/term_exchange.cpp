@@ -85,6 +85,9 @@ void TermExchange::round(const std::int32_t* ids, std::int64_t a, std::int64_t b
         at(receive_offsets_, q) = receive_next;
         receive_next += at(receive_counts_, q);
     }
+    // At most k terms per token of my slice: reserved so that a later call
+    // of this size routing more of them here allocates nothing.
+    received_.reserve(static_cast<std::size_t>((mine_end - mine_begin) * k_ * d_));
     received_.resize(static_cast<std::size_t>(std::int64_t{receive_next} * d_));
     check_mpi(MPI_Alltoallv(terms + sent * d_, send_counts_.data(), send_offsets_.data(), row_,
                             received_.data(), receive_counts_.data(), receive_offsets_.data(), row_,

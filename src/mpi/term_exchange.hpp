@@ -32,8 +32,11 @@ public:
     void combine(const std::int32_t* ids, std::int64_t tokens, const float* terms,
                  const float* shared_terms, float* y) const;
 
-    // Seconds the last combine() took (exchange, sums and allgather).
+    // Seconds the last combine() took (exchange, sums and allgather); 0
+    // after clear_seconds(), which a forward call does first (a call of no
+    // tokens, or one that fails, combines nothing).
     double seconds() const { return seconds_; }
+    void clear_seconds() const { seconds_ = 0; }
 
 private:
     // One round: tokens [a, b); `sent` of this rank's terms precede them.

@@ -4,11 +4,14 @@
 
 #include <mpi.h>
 
+#include <swiglu/mpi.hpp>
 #include <swiglu/swiglu.hpp>
 
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include "moe_files.hpp"
 
 namespace swiglu::test {
 
@@ -40,6 +43,24 @@ inline bool same_on_every_rank(const std::vector<float>& v) {
     int same = std::memcmp(first.data(), v.data(), v.size() * sizeof(float)) == 0 ? 1 : 0;
     MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
     return same == 1;
+}
+
+// m's routed experts as ShardedMoeLayer takes them from memory: w (m's
+// experts stacked in `layout`), m's router (out_in) and `rule`; no bias, no
+// shared block (the caller adds them).
+inline MoeArrays moe_arrays(const MoeWeights& m, const MoeWeights::Stacked& w, Layout layout,
+                            const RouterRule& rule) {
+    MoeArrays a;
+    a.router = WeightView::out_in(m.router.data(), m.e, m.d);
+    a.rule = rule;
+    a.gate = w.gate.data();
+    a.up = w.up.data();
+    a.down = w.down.data();
+    a.experts = m.e;
+    a.d = m.d;
+    a.f = m.f;
+    a.layout = layout;
+    return a;
 }
 
 // The message every rank gets from `make`, which must throw ("no error" if

@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -161,16 +162,7 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
         const MoeWeights::Stacked w = m.stacked(layout);
         const ExpertWeights shared{m.shared->gate_view(), m.shared->up_view(),
                                    m.shared->down_view()};
-        MoeArrays a;
-        a.router = WeightView::out_in(m.router.data(), m.e, m.d);
-        a.rule = rule;
-        a.gate = w.gate.data();
-        a.up = w.up.data();
-        a.down = w.down.data();
-        a.experts = m.e;
-        a.d = m.d;
-        a.f = m.f;
-        a.layout = layout;
+        MoeArrays a = moe_arrays(m, w, layout, rule);
         a.shared = &shared;
         a.shared_gate = m.shared_gate.data();
         for (Dtype dtype : {Dtype::f32, Dtype::q8_0}) {
@@ -210,6 +202,93 @@ TEST_CASE("sharded MoE layer from arrays in memory: each rank packs its experts"
     CHECK(error_on_every_rank([&] {
               ShardedMoeLayer(MPI_COMM_WORLD, other, Options{1});
           }).find("different blocks") != std::string::npos);
+    // Review: what the identity missed. On the last rank another scaling
+    // (past to_string's 6 decimals), the experts' layout, the router's
+    // layout, a router value or a bias value one ulp off: every rank refuses.
+    const bool last = world_rank() == world_size() - 1;
+    std::vector<float> router = m.router, bias = m.bias;
+    const std::vector<float> router_t = [&] {  // the same router, d x E
+        std::vector<float> t(router.size());
+        for (std::int64_t e = 0; e < m.e; ++e)
+            for (std::int64_t c = 0; c < m.d; ++c)
+                t[std::size_t(c * m.e + e)] = router[std::size_t(e * m.d + c)];
+        return t;
+    }();
+    for (int change = 0; change < 5; ++change) {
+        CAPTURE(change);
+        MoeArrays one = other;
+        one.rule = rule;
+        one.bias = bias.data();
+        router = m.router;
+        bias = m.bias;
+        one.router = WeightView::out_in(router.data(), m.e, m.d);
+        if (last && change == 0) one.rule.scaling = 1.0000001f;
+        if (last && change == 1) one.layout = Layout::in_out;
+        if (last && change == 2) one.router = WeightView::in_out(router_t.data(), m.d, m.e);
+        if (last && change == 3) router[5] = std::nextafter(router[5], 2.0f);
+        if (last && change == 4) bias[1] = std::nextafter(bias[1], 2.0f);
+        CHECK(error_on_every_rank([&] {
+                  ShardedMoeLayer(MPI_COMM_WORLD, one, Options{1});
+              }).find("different blocks") != std::string::npos);
+    }
+}
+
+TEST_CASE("sharded MoE layer (review): fewer tokens than ranks, none, and calls that route anew") {
+    // Qwen2-MoE's shape from arrays (gated shared block), 5 experts: split
+    // unevenly, k = 4 above every rank's share. T in {0, 1, 2} leaves ranks
+    // with empty token slices; one object then runs calls of one size whose
+    // routing differs (each call's held slots differ), each against the
+    // single process bit for bit.
+    const MoeWeights m(32, 32, 5, 64, 77);
+    RouterRule rule;
+    rule.top_k = 4;
+    const MoeWeights::Stacked w = m.stacked(Layout::out_in);
+    const ExpertWeights shared{m.shared->gate_view(), m.shared->up_view(), m.shared->down_view()};
+    MoeArrays a = moe_arrays(m, w, Layout::out_in, rule);
+    a.shared = &shared;
+    a.shared_gate = m.shared_gate.data();
+    const MoeLayer single = m.layer(rule, false, true, true, Options{1});
+    const ShardedMoeLayer sharded(MPI_COMM_WORLD, a, Options{2});
+    for (std::int64_t tokens : {0, 1, 2, 1, 7, 2}) {
+        CAPTURE(tokens);
+        for (unsigned seed : {1u, 2u, 3u}) {
+            CAPTURE(seed);
+            const std::vector<float> x = random_input(std::max<std::int64_t>(tokens, 1), m.d, seed);
+            std::vector<float> expected(x.size(), 5.0f), y(x.size(), 5.0f);
+            single.forward(x.data(), expected.data(), tokens);
+            sharded.forward(x.data(), y.data(), tokens);
+            CHECK(std::memcmp(y.data(), expected.data(), y.size() * sizeof(float)) == 0);
+            CHECK(same_on_every_rank(y));
+        }
+    }
+}
+
+// Review finding: ranks whose routing differs (x differing by a bit, a bias
+// or router that differs, or another ISA's router kernel on a mixed cluster)
+// disagreed on the Alltoallv counts: MPI_ERR_TRUNCATE, once heap corruption.
+// The routing's fingerprint is now agreed with the call: every rank throws,
+// y untouched.
+TEST_CASE("sharded MoE layer (review): ranks that route differently fail every rank") {
+    const MoeWeights m(16, 8, 4, 0, 3);
+    const MoeWeights::Stacked w = m.stacked(Layout::out_in);
+    RouterRule rule;
+    rule.top_k = 2;
+    const ShardedMoeLayer layer(MPI_COMM_WORLD, moe_arrays(m, w, Layout::out_in, rule), Options{1});
+    const std::int64_t tokens = 16;
+    // Another x on the last rank: other experts for (some of) its tokens.
+    const std::vector<float> x =
+        random_input(tokens, m.d, world_rank() == world_size() - 1 ? 2 : 1);
+    std::vector<float> y(x.size(), 7.0f);
+    const std::string error =
+        error_on_every_rank([&] { layer.forward(x.data(), y.data(), tokens); });
+    CAPTURE(error);
+    CHECK(error.find("ranks routed differently") != std::string::npos);
+    CHECK(error.find("identical on every rank") != std::string::npos);
+    CHECK(std::all_of(y.begin(), y.end(), [](float v) { return v == 7.0f; }));
+    // The layer is still good: the same x everywhere runs.
+    const std::vector<float> same = random_input(tokens, m.d, 1);
+    layer.forward(same.data(), y.data(), tokens);
+    CHECK(same_on_every_rank(y));
 }
 
 TEST_CASE("sharded MoE layer: a rank that cannot load, or too few experts, fail every rank") {

@@ -24,11 +24,12 @@ int main(void) {
     }
     const float x = 1.0f;
     float y = 0.0f;
-    if (swiglu_ffn_forward(ffn, &x, &y, 1) != SWIGLU_OK) {
-        fprintf(stderr, "forward: %s\n", swiglu_last_error());
-        return 1;
-    }
+    /* Destroyed on every path (users copy this file): a failed call still
+     * leaves the object to free. */
+    const swiglu_status forward = swiglu_ffn_forward(ffn, &x, &y, 1);
+    if (forward != SWIGLU_OK) fprintf(stderr, "forward: %s\n", swiglu_last_error());
     swiglu_ffn_destroy(ffn);
+    if (forward != SWIGLU_OK) return 1;
     printf("swiglu %s: y = %.6f\n", swiglu_version(), y);
     if (!(y > 2.38634f && y < 2.38636f)) return 1;
 
@@ -43,14 +44,14 @@ int main(void) {
         int32_t id = -1;
         float weight = 0.0f, moe_y = 0.0f;
         rule.normalize = 1;
-        if (swiglu_route(logits, 1, 2, &rule, NULL, &id, &weight) != SWIGLU_OK ||
+        const int moe_ok =
+            swiglu_route(logits, 1, 2, &rule, NULL, &id, &weight) == SWIGLU_OK &&
             swiglu_experts_create_stacked(gates, ups, downs, 2, 1, 3, SWIGLU_LAYOUT_IN_OUT, NULL,
-                                          &experts) != SWIGLU_OK ||
-            swiglu_experts_forward(experts, &x, &moe_y, 1, &id, &weight, 1) != SWIGLU_OK) {
-            fprintf(stderr, "moe: %s\n", swiglu_last_error());
-            return 1;
-        }
-        swiglu_experts_destroy(experts);
+                                          &experts) == SWIGLU_OK &&
+            swiglu_experts_forward(experts, &x, &moe_y, 1, &id, &weight, 1) == SWIGLU_OK;
+        if (!moe_ok) fprintf(stderr, "moe: %s\n", swiglu_last_error());
+        swiglu_experts_destroy(experts); /* NULL if create failed: a no-op */
+        if (!moe_ok) return 1;
         printf("swiglu moe: expert %d, weight %.6f, y = %.6f\n", (int)id, weight, moe_y);
         if (!(id == 1 && weight == 1.0f && moe_y > 4.77268f && moe_y < 4.77272f)) return 1;
 
@@ -65,15 +66,15 @@ int main(void) {
             float layer_y = 0.0f;
             id = -1;
             weight = 0.0f;
-            if (swiglu_moe_layer_create(&router, &rule, NULL, gates, ups, downs, 2, 1, 3,
-                                        SWIGLU_LAYOUT_IN_OUT, NULL, NULL, &layer) != SWIGLU_OK ||
-                swiglu_moe_layer_forward(layer, &x, &layer_y, 1) != SWIGLU_OK ||
-                swiglu_moe_layer_route(layer, &x, 1, &id, &weight) != SWIGLU_OK ||
-                swiglu_moe_layer_dims(layer, &count, &top_k, &d, &f, &shared) != SWIGLU_OK) {
-                fprintf(stderr, "moe layer: %s\n", swiglu_last_error());
-                return 1;
-            }
-            swiglu_moe_layer_destroy(layer);
+            const int layer_ok =
+                swiglu_moe_layer_create(&router, &rule, NULL, gates, ups, downs, 2, 1, 3,
+                                        SWIGLU_LAYOUT_IN_OUT, NULL, NULL, &layer) == SWIGLU_OK &&
+                swiglu_moe_layer_forward(layer, &x, &layer_y, 1) == SWIGLU_OK &&
+                swiglu_moe_layer_route(layer, &x, 1, &id, &weight) == SWIGLU_OK &&
+                swiglu_moe_layer_dims(layer, &count, &top_k, &d, &f, &shared) == SWIGLU_OK;
+            if (!layer_ok) fprintf(stderr, "moe layer: %s\n", swiglu_last_error());
+            swiglu_moe_layer_destroy(layer); /* NULL if create failed: a no-op */
+            if (!layer_ok) return 1;
             printf("swiglu moe layer: %d experts, top %d, expert %d, y = %.6f\n", (int)count,
                    (int)top_k, (int)id, layer_y);
             return (count == 2 && top_k == 1 && d == 1 && f == 3 && shared == 0 && id == 1 &&

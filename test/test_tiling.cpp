@@ -135,10 +135,16 @@ TEST_CASE("the reference shapes are cut as designed") {
 TEST_CASE("a task runs all of a chunk's row tiles only on many tiles that fit a core's L2") {
     // llama7b bf16: 172 and 64 tiles of 1 and 1.4 MiB; f32's 2 and 2.8 MiB
     // tiles, and cyber's 2-4 tiles, keep one row tile a task.
-    CHECK(row_tiles_per_task(64, 11008 * 64 * 2, 4) == 4);
-    CHECK(row_tiles_per_task(64, 11008 * 64 * 4, 4) == 1);
-    CHECK(row_tiles_per_task(2, 384 * 1024 * 2, 4) == 1);
-    CHECK(row_tiles_per_task(kGroupColumnTiles, kGroupTileBytes, 2) == 2);
+    CHECK(row_tiles_per_task(64, 11008 * 64 * 2, 4, 2) == 4);
+    CHECK(row_tiles_per_task(64, 11008 * 64 * 4, 4, 2) == 1);
+    CHECK(row_tiles_per_task(2, 384 * 1024 * 2, 4, 2) == 1);
+    CHECK(row_tiles_per_task(kGroupColumnTiles, kGroupTileBytes, 2, 2) == 2);
+    // Fewer than 4 tiles a thread: the pool's rounds would run part-empty.
+    CHECK(row_tiles_per_task(kGroupColumnTiles, kGroupTileBytes, 2, 12) == 1);
+    CHECK(row_tiles_per_task(64, 11008 * 64 * 2, 4, 24) == 1);
+    // test_block's shape (f32, d 1024, f 4096: 32 and 16 tiles of 1 MiB as
+    // planned) groups on 2 threads.
+    CHECK(row_tiles_per_task(16, 1024 * 64 * 4 * 4, 2, 2) == 2);
 }
 
 }  // TEST_SUITE

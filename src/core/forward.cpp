@@ -31,9 +31,9 @@ struct Chunk {
     // An engine that batches full-height tiles (the prefill engine) takes
     // the leading ones all in one task per column tile, so that a weight
     // tile is unpacked once for all of them; each other row tile is a task
-    // of its own, or, with `grouped` > 1 (an engine that runs row tiles one
-    // by one), each run of `grouped` row tiles (tiling.hpp,
-    // row_tiles_per_task). slots = tasks per column tile.
+    // of its own, or, with `grouped` > 1 (a chunk with no batched tiles),
+    // each run of `grouped` row tiles (tiling.hpp, row_tiles_per_task).
+    // slots = tasks per column tile.
     int batched_tiles = 0;
     int grouped = 1;
     int slots = 0;
@@ -161,7 +161,8 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
                 ++chunk.batched_tiles;
         chunk.slots = chunk.row_tiles - (chunk.batched_tiles > 0 ? chunk.batched_tiles - 1 : 0);
         if (chunk.batched_tiles == 0) {
-            chunk.grouped = row_tiles_per_task(column_tiles, tile_bytes, chunk.row_tiles);
+            chunk.grouped = row_tiles_per_task(column_tiles, tile_bytes, chunk.row_tiles,
+                                               pool ? pool->threads() : 1);
             chunk.slots = (chunk.row_tiles + chunk.grouped - 1) / chunk.grouped;
         }
         mode.prepare_x(chunk.x, n, chunk.tiles[chunk.row_tiles - 1], ws);

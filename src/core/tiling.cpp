@@ -47,8 +47,10 @@ int max_row_bucket(std::int64_t rows, std::int64_t column_tiles) {
     return b;
 }
 
-int row_tiles_per_task(std::int64_t column_tiles, std::int64_t tile_bytes, int row_tiles) {
-    return column_tiles >= kGroupColumnTiles && tile_bytes <= kGroupTileBytes ? row_tiles : 1;
+int row_tiles_per_task(std::int64_t column_tiles, std::int64_t tile_bytes, int row_tiles,
+                       int threads) {
+    const bool many = column_tiles >= std::max(kGroupColumnTiles, 4 * std::int64_t{threads});
+    return many && tile_bytes <= kGroupTileBytes ? row_tiles : 1;
 }
 
 int plan_rows(std::int64_t rows, int min_bucket, int max_bucket,

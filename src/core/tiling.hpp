@@ -109,20 +109,24 @@ bool weights_stream_from_dram(std::int64_t weight_bytes);
 // thread count, so results stay bit-identical for any thread count.
 int max_row_bucket(std::int64_t rows, std::int64_t column_tiles);
 
-// Row tiles one task runs, one after another on its column tile, where an
-// engine runs each row tile on its own: all of a chunk's when both phases
-// have at least kGroupColumnTiles column tiles (enough tasks for any pool)
-// of at most kGroupTileBytes each (about a core's L2), else 1. With one
-// row tile a task, the pool's threads took consecutive tasks -- the same
+// Row tiles one task runs, one after another on its column tile, in a
+// chunk with no batched full-height tiles: all of the chunk's when both
+// phases have at least kGroupColumnTiles column tiles, and at least 4 per
+// thread of the pool (the phases keep C tasks instead of up to 4 C, and
+// rounds of the pool stay full), of at most kGroupTileBytes each as
+// plan_tiles sized them (about a core's L2 for 2-byte weights; engines
+// planned at 4 bytes a weight hold smaller tiles), else 1. With one row
+// tile a task, the pool's threads took consecutive tasks -- the same
 // weight tile -- at once, and each pulled it into its own L2; a task of all
-// the chunk's row tiles pulls it once for them all. llama7b bf16 (1 and
-// 1.4 MiB tiles) on 2 threads: 1.08x at 128 tokens, 1.035x at 512, level
-// on one thread; f32 (2 and 2.8 MiB tiles, which no L2 here holds): 0.97x
-// at 128 tokens (docs/measurements.md, sixteenth session). Which thread
-// runs a row tile never changes what it computes.
+// the chunk's row tiles pulls it once for them all. Measured on 2 threads
+// only: llama7b bf16 on oneDNN (1 and 1.4 MiB tiles) 1.08x at 128 tokens,
+// 1.035x at 512, level on one thread; f32 (2 and 2.8 MiB tiles, which no
+// L2 here holds): 0.97x at 128 tokens (docs/measurements.md, sixteenth
+// session). Which thread runs a row tile never changes what it computes.
 inline constexpr std::int64_t kGroupColumnTiles = 16;
 inline constexpr std::int64_t kGroupTileBytes = std::int64_t{3} << 19;  // 1.5 MiB
-int row_tiles_per_task(std::int64_t column_tiles, std::int64_t tile_bytes, int row_tiles);
+int row_tiles_per_task(std::int64_t column_tiles, std::int64_t tile_bytes, int row_tiles,
+                       int threads);
 
 // Fills `tiles` for a chunk of `rows` (1..kChunkRows) rows, tiles between
 // 1 << min_bucket and 1 << max_bucket rows; returns how many.

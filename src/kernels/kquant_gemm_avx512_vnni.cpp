@@ -377,8 +377,10 @@ inline __mmask16 pair_mask(std::int64_t c0, std::int64_t n) {
 // R rows (a[r], y rows y + r * ldy) over G expanded pairs (columns c0 + 16 q)
 // for one super-block; `first`: b = 0, so the accumulators start at 0.
 // The sub-block loop stays rolled, everything in it unrolled: unrolled too,
-// a 4 x 2 pass is ~1100 instructions (~7 KiB) per super-block, and the
-// front end, not vpdpbusd, bounded it (see kExpandedRows).
+// a 4 x 2 pass is ~1100 instructions (~7 KiB) per super-block, most
+// likely bounded by the front end rather than vpdpbusd (no counters here:
+// the instruction counts did not explain the gap, rolling it gained; see
+// kExpandedRows).
 template <GroupedFormat kFormat, int R, int G>
 inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a)[R], float* y,
                           std::int64_t ldy, const __mmask16 (&mask)[G], std::int64_t c0,
@@ -463,12 +465,14 @@ inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a
 // the path ran 10-20 % slower than the streaming one. The sub-block loop
 // itself is kept rolled (#pragma GCC unroll 1): the whole super-block
 // unrolled made each pass ~7 KiB of code, and rolling it gained, llama7b,
-// 2 threads, 128 / 512 tokens, one run beside the old binary (GFLOP/s):
-// Q4_K 908 / 827 -> 957 / 946, Q5_K 802 / 778 -> 982 / 982, Q6_K 676 /
-// 704 -> 863 / 856 (docs/measurements.md, sixteenth session). Before, llama7b,
-// 2 threads, this VM (2 cores of an AMD EPYC), GFLOP/s at 128 / 512
-// tokens (before: median of 3 runs; 4 x 2: mean of 2; the rest one run,
-// each beside the others in the same run; noise about +-10 %):
+// 2 threads, 128 / 512 tokens, two runs beside the old binary (GFLOP/s):
+// Q4_K 833-861 / 844-873 -> 948-1022 / 988-1043, Q5_K 786 / 856 -> 928-956
+// / 899-1007, Q6_K 649-671 / 539-666 -> 875-887 / 885-945
+// (docs/measurements.md, sixteenth session; Q5_K's second old run, 513 /
+// 531, was noisy). Before that, llama7b, 2 threads, this VM (2 cores of
+// an AMD EPYC), GFLOP/s at 128 / 512 tokens (before: median of 3 runs;
+// 4 x 2: mean of 2; the rest one run, each beside the others in the same
+// run; noise about +-10 %):
 //   streaming (before)  Q4_K 777 / 821   Q5_K 740 / 774   Q6_K 538 / 529
 //   expanded 4 x 2      Q4_K 869 / 812   Q5_K 789 / 795   Q6_K 653 / 580
 //   expanded 2 x 4      Q4_K 833 / 852   Q5_K 784 / 840   Q6_K 617 / 637

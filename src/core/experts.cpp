@@ -96,23 +96,29 @@ bool check_forward(const detail::ExpertsImpl& impl, const float* x, const float*
     if (overlap(y, x_bytes, ids, slot_bytes)) refuse("y overlaps ids");
     if (overlap(y, x_bytes, weights, slot_bytes)) refuse("y overlaps weights");
 
-    const auto E = static_cast<std::int64_t>(impl.experts.size());
-    for (std::int64_t t = 0; t < tokens; ++t)
-        for (std::int64_t j = 0; j < k; ++j) {
-            const std::int32_t id = ids[t * k + j];
-            if (id < 0 || id >= E)
-                refuse("ids[t = " + std::to_string(t) + ", j = " + std::to_string(j) +
-                       "] = " + std::to_string(id) + " is not an expert: ids must be in [0, " +
-                       std::to_string(E) + ")");
-            const float w = weights[t * k + j];
-            if (!std::isfinite(w))
-                refuse("weights[t = " + std::to_string(t) + ", j = " + std::to_string(j) +
-                       "] = " + std::to_string(w) + " must be finite");
-        }
+    detail::check_routing("Experts::forward", ids, weights, tokens, k,
+                          static_cast<std::int64_t>(impl.experts.size()));
     return true;
 }
 
 }  // namespace
+
+void detail::check_routing(const char* who, const std::int32_t* ids, const float* weights,
+                           std::int64_t tokens, std::int64_t k, std::int64_t experts) {
+    const auto refused = [&](const std::string& what) { invalid(std::string(who) + ": " + what); };
+    for (std::int64_t t = 0; t < tokens; ++t)
+        for (std::int64_t j = 0; j < k; ++j) {
+            const std::int32_t id = ids[t * k + j];
+            if (id < 0 || id >= experts)
+                refused("ids[t = " + std::to_string(t) + ", j = " + std::to_string(j) +
+                        "] = " + std::to_string(id) + " is not an expert: ids must be in [0, " +
+                        std::to_string(experts) + ")");
+            const float w = weights[t * k + j];
+            if (!std::isfinite(w))
+                refused("weights[t = " + std::to_string(t) + ", j = " + std::to_string(j) +
+                        "] = " + std::to_string(w) + " must be finite");
+        }
+}
 
 Experts::Experts(const std::vector<ExpertWeights>& experts, const Options& options)
     : Experts(build(experts, options)) {}

@@ -16,6 +16,12 @@
 
 namespace swiglu::detail {
 
+// Refuses (Status::invalid_argument, "<who>: ...") a routing whose ids are
+// not all in [0, experts) or whose weights are not all finite: what
+// Experts::forward and MoeLayer::terms take. Builds a message only on error.
+void check_routing(const char* who, const std::int32_t* ids, const float* weights,
+                   std::int64_t tokens, std::int64_t k, std::int64_t experts);
+
 class ExpertsImpl {
 public:
     // `experts` already built and checked to share one (d, f).

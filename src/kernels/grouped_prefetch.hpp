@@ -30,12 +30,31 @@ namespace swiglu::detail {
 template <GroupedFormat kFormat>
 constexpr std::size_t kPrefetchDistance = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
 
-// Every 64-byte line of the record kPrefetchDistance ahead in its stream.
+// Where a prefetch `at` bytes past a record goes: `left` bytes from the
+// record on, its stream ends. A pass reads a few column groups' streams side
+// by side and the next pass the groups after them, so a line at or past the
+// end is taken `jump` bytes further on: into the stream that the next pass
+// reads in this one's place (jump = the passes' distance less one stream).
+// Each pass then starts on prefetched lines; before, each of its streams'
+// first kPrefetchDistance bytes came from DRAM on demand, which small
+// weights felt most: qwen3moe's experts (2048 x 768, Q4_0 streams of 3.5
+// and 9 KiB) decoded 1.14-1.17x faster with it, llama7b 1.02-1.06x
+// (docs/measurements.md, "Prefetch across passes"). Past a tile's last pass
+// the lines are some other tile's or no one's: a prefetch never faults.
+inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int64_t at,
+                                           std::int64_t left, std::int64_t jump) {
+    return record + at + (at >= left ? jump : 0);
+}
+
+// Every 64-byte line of the record kPrefetchDistance ahead in its stream
+// (prefetch_target: or in the next pass's).
 template <GroupedFormat kFormat>
-inline void prefetch_ahead(const std::uint8_t* record) {
-    for (std::size_t o = 0; o < record_bytes(kFormat); o += 64)
-        _mm_prefetch(reinterpret_cast<const char*>(record + kPrefetchDistance<kFormat> + o),
+inline void prefetch_ahead(const std::uint8_t* record, std::int64_t left, std::int64_t jump) {
+    for (std::size_t o = 0; o < record_bytes(kFormat); o += 64) {
+        const auto at = static_cast<std::int64_t>(kPrefetchDistance<kFormat> + o);
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch_target(record, at, left, jump)),
                      _MM_HINT_T0);
+    }
 }
 
 }  // namespace swiglu::detail

@@ -11,6 +11,7 @@
 #include <cstring>
 
 #include "kernels/grouped_avx2.hpp"
+#include "kernels/grouped_prefetch.hpp"
 #include "kernels/kquant_gemm.hpp"
 #include "kernels/kquant_layout.hpp"
 #include "kernels/row_passes.hpp"
@@ -71,18 +72,25 @@ inline PairControls pair_controls() {
 }
 
 // A super-block's record is over a kilobyte: software prefetch of the
-// record this far ahead in its stream (grouped_prefetch.hpp for why at all),
-// an eighth of it per chunk of 32 inputs so the requests spread over the
+// record this far ahead in its stream (grouped_prefetch.hpp for why at all,
+// and for `left` and `jump`: past the stream's end, the next pass's), an
+// eighth of it per chunk of 32 inputs so the requests spread over the
 // work. Touches 64 bytes apart from byte bytes * c / 8 cover every line
 // up to the next chunk's first once 64 (touches - 1) + 1 >= bytes / 8.
-constexpr std::size_t kPrefetchDistance = 2048;
+constexpr std::int64_t kSuperBlockPrefetchDistance = 2048;
+struct PrefetchSpan {
+    std::int64_t left, jump;
+};
 template <GroupedFormat kFormat>
-[[gnu::always_inline]] inline void prefetch_chunk(const std::uint8_t* record, int c) {
-    constexpr std::size_t kEighth = k_record(kFormat).bytes / 8;
+[[gnu::always_inline]] inline void prefetch_chunk(const std::uint8_t* record, int c,
+                                                  PrefetchSpan span) {
+    constexpr std::int64_t kEighth = k_record(kFormat).bytes / 8;
     constexpr int kTouches = static_cast<int>((kEighth - 1 + 63) / 64) + 1;
-    const std::uint8_t* p = record + kPrefetchDistance + kEighth * c;
     for (int l = 0; l < kTouches; ++l)
-        _mm_prefetch(reinterpret_cast<const char*>(p + 64 * l), _MM_HINT_T0);
+        _mm_prefetch(
+            reinterpret_cast<const char*>(prefetch_target(
+                record, kSuperBlockPrefetchDistance + kEighth * c + 64 * l, span.left, span.jump)),
+            _MM_HINT_T0);
 }
 
 // isum (and msum) of one super-block b for R rows, lane j = column j:
@@ -96,7 +104,8 @@ template <GroupedFormat kFormat>
 template <GroupedFormat kFormat, int R>
 [[gnu::always_inline]] inline void super_block_sums(const std::uint8_t* record, const ActBlockK* xb,
                                                     std::int64_t x_stride, const PairControls& pc,
-                                                    __m256i (&isum)[R], __m256i (&msum)[R]) {
+                                                    PrefetchSpan span, __m256i (&isum)[R],
+                                                    __m256i (&msum)[R]) {
     constexpr KRecordLayout kR = k_record(kFormat);
     const __m256i nibble = _mm256_set1_epi8(0x0F);
     for (int r = 0; r < R; ++r) isum[r] = _mm256_setzero_si256();
@@ -104,7 +113,7 @@ template <GroupedFormat kFormat, int R>
         // 8 chunks of 32 inputs = 8 sub-blocks; p = 0..3 as Q4_0's record.
         constexpr int kFlush = kFormat == GroupedFormat::q4_k ? 4 : 2;  // p per 16-bit sum
         for (int c = 0; c < 8; ++c) {
-            prefetch_chunk<kFormat>(record, c);
+            prefetch_chunk<kFormat>(record, c, span);
             const __m256i sc = _mm256_shuffle_epi8(broadcast16(record + kR.scales + 16 * (c / 2)),
                                                    pc.same_u8[c % 2]);
             __m256i high;
@@ -157,7 +166,7 @@ template <GroupedFormat kFormat, int R>
         // Chunk c = sub-blocks 2 c (p = 0, 1: plane v = 0) and 2 c + 1 (p = 2, 3: v = 1).
         const __m256i bits45 = _mm256_set1_epi8(0x30);
         for (int c = 0; c < 8; ++c) {
-            prefetch_chunk<kFormat>(record, c);
+            prefetch_chunk<kFormat>(record, c, span);
             const __m256i scales = broadcast16(record + kR.scales + 16 * c);
             for (int v = 0; v < 2; ++v) {
                 const __m256i sc = _mm256_srai_epi16(_mm256_shuffle_epi8(scales, pc.same_s8[v]), 8);
@@ -222,10 +231,13 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
         for (int q = 0; q < G; ++q)
             for (int r = 0; r < R; ++r) acc[q][r] = _mm256_setzero_ps();
         for (std::int64_t b = 0; b < nb; ++b, record += kR.bytes) {
+            // The next pass starts G groups on.
+            const PrefetchSpan span{stride - b * static_cast<std::int64_t>(kR.bytes),
+                                    (G - 1) * stride};
             for (int q = 0; q < G; ++q) {
                 const std::uint8_t* rq = record + q * stride;
                 __m256i isum[R], msum[R];
-                super_block_sums<kFormat, R>(rq, x + b, x_stride, pc, isum, msum);
+                super_block_sums<kFormat, R>(rq, x + b, x_stride, pc, span, isum, msum);
                 const __m256 d =
                     _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(rq + kR.d)));
                 for (int r = 0; r < R; ++r) {

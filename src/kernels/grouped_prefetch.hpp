@@ -36,9 +36,11 @@ constexpr std::size_t kPrefetchDistance = kFormat == GroupedFormat::q8_0 ? 2048 
 // end is taken `jump` bytes further on: into the stream that the next pass
 // reads in this one's place (jump = the passes' distance less one stream).
 // Each pass then starts on prefetched lines; before, each of its streams'
-// first kPrefetchDistance bytes came from DRAM on demand, which small
-// weights felt most: qwen3moe's experts (2048 x 768, Q4_0 streams of 3.5
-// and 9 KiB) decoded 1.14-1.17x faster with it, llama7b 1.02-1.06x
+// first kPrefetchDistance bytes came from DRAM on demand, which short
+// streams felt most: qwen3moe's and OLMoE's experts (Q4_0 streams of 3.5 and
+// 9 KiB, K-quant streams of 3-8 super-blocks) decode 1.05-1.45x (Q4_0,
+// Q8_0) and 1.2-1.85x (K formats) faster with it, llama7b's K formats
+// 1.0-1.5x, its Q4_0 and Q8_0 within the noise
 // (docs/measurements.md, "Prefetch across passes"). Past a tile's last pass
 // the lines are some other tile's or no one's: a prefetch never faults.
 inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int64_t at,

@@ -79,21 +79,22 @@ void ggml_q8_k_round_trip(std::vector<float>& row) {
 //              llama.cpp user gets from the same weights;
 //   f32, bf16  as the prefill path reads them (bf16: the weights too).
 enum class Acts { quantised, as_ggml, f32, bf16 };
-// `down`: down's format where it differs (block formats only).
-std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t tokens,
-                                  const RandomBlock& b, Dtype gate_up_dtype,
-                                  Acts acts = Acts::quantised,
-                                  std::optional<Dtype> down = std::nullopt) {
-    const bool as_ggml = acts == Acts::as_ggml;
-    const Dtype dtypes[3] = {gate_up_dtype, gate_up_dtype, down.value_or(gate_up_dtype)};
-    const std::int64_t d = b.d, f = b.f;
-    const WeightView views[3] = {b.gate_view(), b.up_view(), b.down_view()};
-    // Effective weights W[in][out] of each matrix, after rounding.
+// Effective weights W[in][out] of gate, up and down, rounded as `dtypes`
+// store them. They depend on `acts` only through Acts::bf16 (the prefill
+// path's bf16 copy of the weights): check_dtype makes them once per block
+// for its three simulations (the K-quants' reference quantisers are the
+// costliest step of this suite under the sanitizers).
+struct RoundedWeights {
     std::vector<double> w[3];
+};
+RoundedWeights rounded_weights(const RandomBlock& b, const Dtype (&dtypes)[3], Acts acts) {
+    const WeightView views[3] = {b.gate_view(), b.up_view(), b.down_view()};
+    RoundedWeights r;
     for (int m = 0; m < 3; ++m) {
+        std::vector<double>& w = r.w[m];
         const Dtype dtype = dtypes[m];
         const std::int64_t in = views[m].in_features(), out = views[m].out_features();
-        w[m].resize(static_cast<std::size_t>(in * out));
+        w.resize(static_cast<std::size_t>(in * out));
         for (std::int64_t o = 0; o < out; ++o) {
             std::vector<float> column(static_cast<std::size_t>(in));
             for (std::int64_t i = 0; i < in; ++i) column[i] = float(test::weight(views[m], i, o));
@@ -101,18 +102,37 @@ std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t toke
                 std::vector<std::int8_t> q(column.size());
                 const float s =
                     detail::quantize_column(column.data(), column.size(), 1, q.data(), 1);
-                for (std::int64_t i = 0; i < in; ++i) w[m][i * out + o] = double(q[i]) * s;
+                for (std::int64_t i = 0; i < in; ++i) w[i * out + o] = double(q[i]) * s;
             } else if (grouped(dtype)) {
                 ggml_round_trip(dtype, column);
                 if (acts == Acts::bf16)
                     for (float& v : column) v = detail::round_to_bf16(v);
-                for (std::int64_t i = 0; i < in; ++i) w[m][i * out + o] = column[i];
+                for (std::int64_t i = 0; i < in; ++i) w[i * out + o] = column[i];
             } else {
                 for (std::int64_t i = 0; i < in; ++i)
-                    w[m][i * out + o] = detail::round_to_bf16(column[i]);
+                    w[i * out + o] = detail::round_to_bf16(column[i]);
             }
         }
     }
+    return r;
+}
+
+// `down`: down's format where it differs (block formats only). `weights`:
+// rounded_weights' result for these dtypes and `acts`, made here if absent.
+std::vector<double> simulated_ffn(const std::vector<float>& x, std::int64_t tokens,
+                                  const RandomBlock& b, Dtype gate_up_dtype,
+                                  Acts acts = Acts::quantised,
+                                  std::optional<Dtype> down = std::nullopt,
+                                  const RoundedWeights* weights = nullptr) {
+    const bool as_ggml = acts == Acts::as_ggml;
+    const Dtype dtypes[3] = {gate_up_dtype, gate_up_dtype, down.value_or(gate_up_dtype)};
+    const std::int64_t d = b.d, f = b.f;
+    RoundedWeights made;
+    if (!weights) {
+        made = rounded_weights(b, dtypes, acts);
+        weights = &made;
+    }
+    const std::vector<double>(&w)[3] = weights->w;
     // Rounds one row of activations the way the matmul of `dtype` will read it.
     auto lower = [&](std::vector<float>& row, Dtype dtype) {
         if (dtype == Dtype::int8) {
@@ -245,17 +265,18 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
             const auto x = test::random_input(s.tokens, s.d, 77);
             std::vector<float> y(x.size());
             ffn.forward(x.data(), y.data(), s.tokens);
+            // The same rounded weights (and fp64 block) serve every comparison below.
+            const Dtype dtypes[3] = {dtype, dtype, down.value_or(dtype)};
+            const RoundedWeights w = rounded_weights(b, dtypes, Acts::quantised);
+            const std::vector<double> fp64 =
+                test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(), b.down_view());
             const double sim = test::relative_error(
-                y, simulated_ffn(x, s.tokens, b, dtype, Acts::quantised, down));
-            const double format = test::relative_error(
-                y,
-                test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(), b.down_view()));
+                y, simulated_ffn(x, s.tokens, b, dtype, Acts::quantised, down, &w));
+            const double format = test::relative_error(y, fp64);
             if (grouped(dtype)) {
-                const auto as_ggml = simulated_ffn(x, s.tokens, b, dtype, Acts::as_ggml, down);
+                const auto as_ggml = simulated_ffn(x, s.tokens, b, dtype, Acts::as_ggml, down, &w);
                 const double ggml =
-                    test::relative_error(std::vector<float>(as_ggml.begin(), as_ggml.end()),
-                                         test::reference_ffn(x.data(), s.tokens, b.gate_view(),
-                                                             b.up_view(), b.down_view()));
+                    test::relative_error(std::vector<float>(as_ggml.begin(), as_ggml.end()), fp64);
                 // Per shape the two activation roundings land differently
                 // (measured 0.93x .. 1.07x of ggml's; at 1 x 1, where each
                 // error is one f16 rounding of a scale, 2^-11, they cancel
@@ -266,11 +287,9 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
                 ggml_total += ggml;
                 // What the weights alone cost (activations unrounded, as
                 // the f32 prefill path runs them): the rest is x and act.
-                const auto weights_only = simulated_ffn(x, s.tokens, b, dtype, Acts::f32, down);
+                const auto weights_only = simulated_ffn(x, s.tokens, b, dtype, Acts::f32, down, &w);
                 weights_total += test::relative_error(
-                    std::vector<float>(weights_only.begin(), weights_only.end()),
-                    test::reference_ffn(x.data(), s.tokens, b.gate_view(), b.up_view(),
-                                        b.down_view()));
+                    std::vector<float>(weights_only.begin(), weights_only.end()), fp64);
                 ours_vs_weights += test::relative_error(y, weights_only);
                 ggml_vs_weights += test::relative_error(
                     std::vector<float>(as_ggml.begin(), as_ggml.end()), weights_only);

@@ -174,6 +174,13 @@ inline void q6_super_block_isum(const std::uint8_t* const (&rec)[G], std::int64_
     for (int q = 0; q < G; ++q)
         for (int r = 0; r < R; ++r) isum[q][r] = _mm512_setzero_si512();
     for (int c = 0; c < 8; ++c) {
+        // Unrolled: GCC 12 otherwise keeps the v loop rolled in the 6-row
+        // pass (24 vpdpbusd per iteration, not 48). One tile in L2, one
+        // thread, against the rolled loop in one process, two runs: 6 rows
+        // 1.06-1.10x, 8 rows (6 + 2) 1.03-1.08x, 4 rows 0.99-1.05x, 1 row
+        // 0.96-1.00x, where the 1-row pass over 2 pairs compiles the same
+        // (docs/measurements.md, seventeenth session).
+#pragma GCC unroll 2
         for (int v = 0; v < 2; ++v) {
             const int i = 2 * c + v;
             __m512i w[G][4];
@@ -382,7 +389,11 @@ inline __mmask16 pair_mask(std::int64_t c0, std::int64_t n) {
 // a 4 x 2 pass is ~1100 instructions (~7 KiB) per super-block, most
 // likely bounded by the front end rather than vpdpbusd (no counters here:
 // the instruction counts did not explain the gap, rolling it gained; see
-// kExpandedRows).
+// kExpandedRows). Not by instruction count alone, though: each row's
+// vpbroadcastd folded into its G vpdpbusd as an embedded {1to16} memory
+// operand (inline asm; 12-15 % fewer instructions) ran 0.90-0.94x in
+// cache, G + R G loads per t instead of G + R (docs/measurements.md,
+// seventeenth session).
 template <GroupedFormat kFormat, int R, int G>
 inline void expanded_rows(const Expanded<kFormat>* e, const ActBlockK* const (&a)[R], float* y,
                           std::int64_t ldy, const __mmask16 (&mask)[G], std::int64_t c0,

@@ -101,12 +101,11 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
         __m256 acc[G][R];
         for (int q = 0; q < G; ++q)
             for (int r = 0; r < R; ++r) acc[q][r] = _mm256_setzero_ps();
-        const std::int64_t jump = (G - 1) * stride;  // the next pass starts G groups on
         for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
-            const std::int64_t left = stride - b * static_cast<std::int64_t>(kRecord);
+            const PrefetchSpan span = next_pass_span(b, kRecord, stride, G);
             for (int q = 0; q < G; ++q) {
                 const std::uint8_t* rq = record + q * stride;
-                prefetch_ahead<kFormat>(rq, left, jump);
+                prefetch_ahead<kFormat>(rq, span);
                 __m256i sums[R];
                 if constexpr (kFormat == GroupedFormat::q8_0)
                     block_sums_q8_0<R>(rq, x, x_stride, b, sums);

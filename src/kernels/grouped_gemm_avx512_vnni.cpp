@@ -69,14 +69,13 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
     for (int q = 0; q < G; ++q)
         for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
     const std::uint8_t* record = first;
-    const std::int64_t jump = (2 * G - 1) * stride;  // the next pass starts 2 G groups on
     for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
         const std::uint8_t* rq[G];
-        const std::int64_t left = stride - b * static_cast<std::int64_t>(kRecord);
+        const PrefetchSpan span = next_pass_span(b, kRecord, stride, 2 * G);
         for (int q = 0; q < G; ++q) {
             rq[q] = record + 2 * q * stride;
-            prefetch_ahead<kFormat>(rq[q], left, jump);
-            prefetch_ahead<kFormat>(rq[q] + partner, left, jump);
+            prefetch_ahead<kFormat>(rq[q], span);
+            prefetch_ahead<kFormat>(rq[q] + partner, span);
         }
         __m512i sums[G][R];
         for (int r = 0; r < R; ++r) {

@@ -30,11 +30,10 @@ namespace swiglu::detail {
 template <GroupedFormat kFormat>
 constexpr std::size_t kPrefetchDistance = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
 
-// Where a prefetch `at` bytes past a record goes: `left` bytes from the
-// record on, its stream ends. A pass reads a few column groups' streams side
-// by side and the next pass the groups after them, so a line at or past the
-// end is taken `jump` bytes further on: into the stream that the next pass
-// reads in this one's place (jump = the passes' distance less one stream).
+// Where a record's stream ends, and where the stream is that the next pass
+// reads in its place. A pass reads a few column groups' streams side by
+// side and the next pass the groups after them, so a prefetch at or past
+// the end of its stream is taken `jump` bytes further on, into that stream.
 // Each pass then starts on prefetched lines; before, each of its streams'
 // first kPrefetchDistance bytes came from DRAM on demand, which short
 // streams felt most: qwen3moe's and OLMoE's experts (Q4_0 streams of 3.5 and
@@ -43,19 +42,31 @@ constexpr std::size_t kPrefetchDistance = kFormat == GroupedFormat::q8_0 ? 2048 
 // 1.0-1.5x, its Q4_0 and Q8_0 within the noise
 // (docs/measurements.md, "Prefetch across passes"). Past a tile's last pass
 // the lines are some other tile's or no one's: a prefetch never faults.
+struct PrefetchSpan {
+    std::int64_t left;  // bytes from the record to its stream's end
+    std::int64_t jump;  // from past the end to the next pass's stream
+};
+
+// Record b (of `record` bytes) of streams `stride` bytes long, the next pass
+// starting `streams_on` streams after this one's.
+inline PrefetchSpan next_pass_span(std::int64_t b, std::size_t record, std::int64_t stride,
+                                   std::int64_t streams_on) {
+    return {stride - b * static_cast<std::int64_t>(record), (streams_on - 1) * stride};
+}
+
+// Where a prefetch `at` bytes past a record goes.
 inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int64_t at,
-                                           std::int64_t left, std::int64_t jump) {
-    return record + at + (at >= left ? jump : 0);
+                                           PrefetchSpan span) {
+    return record + at + (at >= span.left ? span.jump : 0);
 }
 
 // Every 64-byte line of the record kPrefetchDistance ahead in its stream
 // (prefetch_target: or in the next pass's).
 template <GroupedFormat kFormat>
-inline void prefetch_ahead(const std::uint8_t* record, std::int64_t left, std::int64_t jump) {
+inline void prefetch_ahead(const std::uint8_t* record, PrefetchSpan span) {
     for (std::size_t o = 0; o < record_bytes(kFormat); o += 64) {
         const auto at = static_cast<std::int64_t>(kPrefetchDistance<kFormat> + o);
-        _mm_prefetch(reinterpret_cast<const char*>(prefetch_target(record, at, left, jump)),
-                     _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch_target(record, at, span)), _MM_HINT_T0);
     }
 }
 

@@ -73,24 +73,20 @@ inline PairControls pair_controls() {
 
 // A super-block's record is over a kilobyte: software prefetch of the
 // record this far ahead in its stream (grouped_prefetch.hpp for why at all,
-// and for `left` and `jump`: past the stream's end, the next pass's), an
+// and for PrefetchSpan: past the stream's end, the next pass's), an
 // eighth of it per chunk of 32 inputs so the requests spread over the
 // work. Touches 64 bytes apart from byte bytes * c / 8 cover every line
 // up to the next chunk's first once 64 (touches - 1) + 1 >= bytes / 8.
 constexpr std::int64_t kSuperBlockPrefetchDistance = 2048;
-struct PrefetchSpan {
-    std::int64_t left, jump;
-};
 template <GroupedFormat kFormat>
 [[gnu::always_inline]] inline void prefetch_chunk(const std::uint8_t* record, int c,
                                                   PrefetchSpan span) {
     constexpr std::int64_t kEighth = k_record(kFormat).bytes / 8;
     constexpr int kTouches = static_cast<int>((kEighth - 1 + 63) / 64) + 1;
     for (int l = 0; l < kTouches; ++l)
-        _mm_prefetch(
-            reinterpret_cast<const char*>(prefetch_target(
-                record, kSuperBlockPrefetchDistance + kEighth * c + 64 * l, span.left, span.jump)),
-            _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(prefetch_target(
+                         record, kSuperBlockPrefetchDistance + kEighth * c + 64 * l, span)),
+                     _MM_HINT_T0);
 }
 
 // isum (and msum) of one super-block b for R rows, lane j = column j:
@@ -231,9 +227,7 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
         for (int q = 0; q < G; ++q)
             for (int r = 0; r < R; ++r) acc[q][r] = _mm256_setzero_ps();
         for (std::int64_t b = 0; b < nb; ++b, record += kR.bytes) {
-            // The next pass starts G groups on.
-            const PrefetchSpan span{stride - b * static_cast<std::int64_t>(kR.bytes),
-                                    (G - 1) * stride};
+            const PrefetchSpan span = next_pass_span(b, kR.bytes, stride, G);
             for (int q = 0; q < G; ++q) {
                 const std::uint8_t* rq = record + q * stride;
                 __m256i isum[R], msum[R];

@@ -263,14 +263,13 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
     for (int q = 0; q < G; ++q)
         for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
     const std::uint8_t* record = first;
-    const std::int64_t jump = (2 * G - 1) * stride;  // the next pass starts 2 G groups on
     for (std::int64_t b = 0; b < nb; ++b, record += kL.bytes) {
         const std::uint8_t* rec[G];
-        const std::int64_t left = stride - b * static_cast<std::int64_t>(kL.bytes);
+        const PrefetchSpan span = next_pass_span(b, kL.bytes, stride, 2 * G);
         for (int q = 0; q < G; ++q) {
             rec[q] = record + 2 * q * stride;
-            prefetch_ahead<kFormat>(rec[q], left, jump);
-            prefetch_ahead<kFormat>(rec[q] + partner, left, jump);
+            prefetch_ahead<kFormat>(rec[q], span);
+            prefetch_ahead<kFormat>(rec[q] + partner, span);
         }
         const ActBlockK* a[R];
         for (int r = 0; r < R; ++r) a[r] = x + r * x_stride + b;
@@ -518,13 +517,12 @@ void expanded_pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t str
     __mmask16 mask[G];
     for (int q = 0; q < G; ++q) mask[q] = pair_mask(c0 + 2 * q * kGroupColumns, n);
     const std::uint8_t* record = first;
-    const std::int64_t jump = (2 * G - 1) * stride;  // the next pass starts 2 G groups on
     for (std::int64_t b = 0; b < nb; ++b, record += kL.bytes) {
-        const std::int64_t left = stride - b * static_cast<std::int64_t>(kL.bytes);
+        const PrefetchSpan span = next_pass_span(b, kL.bytes, stride, 2 * G);
         for (int q = 0; q < G; ++q) {
             const std::uint8_t* rec = record + 2 * q * stride;
-            prefetch_ahead<kFormat>(rec, left, jump);
-            prefetch_ahead<kFormat>(rec + partner, left, jump);
+            prefetch_ahead<kFormat>(rec, span);
+            prefetch_ahead<kFormat>(rec + partner, span);
             expand<kFormat>(rec, partner, e[q]);
         }
         row_passes<kExpandedRows<kFormat>>(rows_total, [&](auto height, std::int64_t m) {

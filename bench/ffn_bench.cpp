@@ -17,6 +17,12 @@
 //                     the weights (glass and cyber: L2/L3; llama7b: DRAM).
 //   pct_of_bf16_peak  int8 and block-format rows: 100 * GFLOPs / peak(bf16, T),
 //                     how they compare with what bf16 could do at most.
+// on ffn/llama7b rows of one token (the weights stream from DRAM), the
+// share of a plain read of the same bytes, the two timed interleaved
+// (read_beside.hpp): read_pct (_p10, _p90, read_noisy), read_GBs;
+// on K-quant rows (q4_k_m too) of M >= 128, their rate against the q4_0
+// block of the same shape and threads, the two interleaved: q4_0_pct
+// (_p10, _p90, q4_0_noisy), 100 * our GFLOP/s / q4_0's (issue 42's target);
 // and on ffn/ rows of M >= 128 in f32, bf16 and int8, the share of the GEMM
 // ceiling (gemm_ceiling.hpp), our calls and the ceiling's interleaved
 // (interleaved_timing.hpp) after the row's own loop:
@@ -52,6 +58,7 @@
 #include "gemm_ceiling.hpp"
 #include "interleaved_timing.hpp"
 #include "machine_probe.hpp"
+#include "read_beside.hpp"
 #include "ridge_limits.hpp"
 #include "roofline.hpp"
 #include "shapes.hpp"
@@ -129,6 +136,7 @@ public:
         if (w_ && std::strcmp(w_->shape.name, s.name) == 0) return;
         base_.reset();
         ffn_.reset();
+        q4_0_.reset();
         ceiling_.reset();
         w_.reset();
         verified_.clear();
@@ -165,6 +173,22 @@ public:
         ffn_option_ = threads;
         ffn_dtype_ = dtype;
         return *ffn_;
+    }
+
+    // The same shape's block in q4_0 on `threads` (the option as ffn()'s),
+    // that the K-quant rows are timed beside (q4_0_pct); kept apart from
+    // ffn() so that both are alive at once (llama7b: 76 MB), rebuilt only
+    // when the shape or the threads change. Throws what ffn() throws.
+    const swiglu::Ffn& q4_0_ffn(int threads) {
+        if (q4_0_ && q4_0_option_ == threads) return *q4_0_;
+        q4_0_.reset();
+        const std::int64_t d = w_->shape.d, f = w_->shape.f;
+        q4_0_ = std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(w_->gate.get(), f, d),
+                                              swiglu::WeightView::out_in(w_->up.get(), f, d),
+                                              swiglu::WeightView::out_in(w_->down.get(), d, f),
+                                              bench_options(threads, BenchDtype::of(Dtype::q4_0)));
+        q4_0_option_ = threads;
+        return *q4_0_;
     }
 
     // Also sets OpenMP's thread count for the calls that follow. Throws
@@ -250,6 +274,8 @@ private:
     std::unique_ptr<swiglu::Ffn> ffn_;
     int ffn_option_ = -1;
     BenchDtype ffn_dtype_ = BenchDtype::of(Dtype::f32);
+    std::unique_ptr<swiglu::Ffn> q4_0_;
+    int q4_0_option_ = -1;
     std::unique_ptr<Baseline> base_;
     std::unique_ptr<GemmCeiling> ceiling_;
     std::vector<float> x_, y_, y_ref_;
@@ -297,7 +323,17 @@ std::optional<CeilingShare> ffn_ceiling_share(const Shape& s, std::int64_t token
     return std::nullopt;
 }
 
+// Whether a row is timed against the q4_0 block of its shape: the
+// K-quants' (and Q4_K_M's) prefill.
+bool q4_0_row(std::int64_t tokens, const BenchDtype& dtype) {
+    return tokens >= kCeilingMinTokens && dtype.k_quant();
+}
+
 bool is_big(const Shape& s) { return s.d * s.f >= (std::int64_t(1) << 24); }
+
+// Whether a row is timed against a plain read of its weight bytes
+// (read_beside.hpp): decode of the shapes whose weights stream from DRAM.
+bool read_row(const Shape& s, std::int64_t tokens) { return tokens == 1 && is_big(s); }
 
 // Fixed iteration counts for llama7b (one f32 call: ~20 ms at M=1 up to
 // ~1.5 s at M=512 on one core; bf16 and int8 take less).
@@ -356,6 +392,22 @@ void bm_ffn(benchmark::State& st, const Shape* s, BenchDtype dtype, std::int64_t
         const double ns = std::chrono::duration<double, std::nano>(Clock::now() - t0).count();
         benchmark::DoNotOptimize(y[0]);
         set_counters(st, *s, tokens, threads, dtype, ns / double(st.iterations()));
+        if (read_row(*s, tokens))
+            add_read_counters(
+                st, [&ffn, x, y, tokens] { ffn.forward(x, y, tokens); }, weight_bytes(*s, dtype),
+                ffn.threads());
+        if (q4_0_row(tokens, dtype)) {
+            // The K-quant's prefill against q4_0's (issue 42: >= 90 %), the
+            // two interleaved: ratio = t_q4_0 / t_ours, the same FLOPs.
+            const swiglu::Ffn& q4_0 = fx.q4_0_ffn(threads);
+            q4_0.forward(x, y, tokens);  // its scratch made
+            const PairTiming pt = time_interleaved([&] { ffn.forward(x, y, tokens); },
+                                                   [&] { q4_0.forward(x, y, tokens); });
+            st.counters["q4_0_pct"] = 100 * pt.ratio.median;
+            st.counters["q4_0_pct_p10"] = 100 * pt.ratio.p10;
+            st.counters["q4_0_pct_p90"] = 100 * pt.ratio.p90;
+            st.counters["q4_0_noisy"] = pt.noisy ? 1 : 0;
+        }
         if (!ceiling_row(tokens, dtype)) return;
         if (const auto c = ffn_ceiling_share(*s, tokens, ffn, dtype, x, y)) {
             st.counters["ceil_pct"] = c->pct;

@@ -94,7 +94,7 @@ public:
 
     // 1-token rows stream the weights once: their GB/s against the DRAM read
     // bandwidth probed before the benchmarks (what roofline_pct uses) and
-    // after them.
+    // after them, and (llama7b) the row's read_pct (read_beside.hpp).
     void print_decode(std::FILE* out, const std::vector<std::pair<int, const std::string*>>& order,
                       const std::map<int, double>& dram_after) const {
         const swiglu_bench::MachineProbe& probe = swiglu_bench::machine();
@@ -109,25 +109,31 @@ public:
             const auto after = dram_after.find(threads);
             if (!header) {
                 std::fprintf(out,
-                             "\n1-token rows vs DRAM read bandwidth probed before and after\n");
-                std::fprintf(out, "%-26s %8s %10s %9s %10s %9s\n", "shape/dtype/M/T", "ffn_GB/s",
-                             "before_GB/s", "%before", "after_GB/s", "%after");
+                             "\n1-token rows vs DRAM read bandwidth probed before and after, "
+                             "and vs a plain read of the same bytes interleaved with them "
+                             "(read%%)\n");
+                std::fprintf(out, "%-26s %8s %10s %9s %10s %9s %7s\n", "shape/dtype/M/T",
+                             "ffn_GB/s", "before_GB/s", "%before", "after_GB/s", "%after", "read%");
                 header = true;
             }
+            char read[16] = "-";
+            if (row.ffn.reads > 0)
+                std::snprintf(read, sizeof read, "%.1f", row.ffn.read_pct / row.ffn.reads);
             if (after == dram_after.end() || before <= 0) {
-                std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10s %9s\n", key->c_str(), gbs, before,
-                             before > 0 ? 100 * gbs / before : 0.0, "-", "-");
+                std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10s %9s %7s\n", key->c_str(), gbs,
+                             before, before > 0 ? 100 * gbs / before : 0.0, "-", "-", read);
             } else {
-                std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10.1f %9.1f\n", key->c_str(), gbs,
-                             before, 100 * gbs / before, after->second, 100 * gbs / after->second);
+                std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10.1f %9.1f %7s\n", key->c_str(), gbs,
+                             before, 100 * gbs / before, after->second, 100 * gbs / after->second,
+                             read);
             }
         }
     }
 
 private:
     struct Acc {
-        double ns = 0, roof = 0, gbs = 0;
-        int n = 0;
+        double ns = 0, roof = 0, gbs = 0, read_pct = 0;
+        int n = 0, reads = 0;
     };
     struct Row {
         int order = -1;
@@ -148,6 +154,10 @@ private:
         if (auto rp = r.counters.find("roofline_pct"); rp != r.counters.end())
             acc.roof += rp->second.value;
         if (auto g = r.counters.find("GBs"); g != r.counters.end()) acc.gbs += g->second.value;
+        if (auto rd = r.counters.find("read_pct"); rd != r.counters.end()) {
+            acc.read_pct += rd->second.value;
+            acc.reads += 1;
+        }
         acc.n += 1;
     }
 

@@ -13,7 +13,9 @@
 // (the file's bytes per weight, bench_dtypes.hpp; SetBytesProcessed, so
 // Google Benchmark's bytes_per_second is that rate), that rate against the
 // DRAM probe of the same run (dram_pct), and GFLOP/s (6 M k d f per call)
-// against the dtype's compute peak (pct_of_peak).
+// against the dtype's compute peak (pct_of_peak). One-token rows also
+// report read_pct: that rate against a plain read of a call's mean bytes,
+// the two timed interleaved (read_beside.hpp).
 #include "moe_bench.hpp"
 
 #include <benchmark/benchmark.h>
@@ -31,6 +33,7 @@
 #include "ffn_bench.hpp"
 #include "machine_probe.hpp"
 #include "moe_shapes.hpp"
+#include "read_beside.hpp"
 #include "weights.hpp"
 
 namespace swiglu_bench {
@@ -145,6 +148,19 @@ void bm_moe(benchmark::State& st, const MoeShape* s, const BenchDtype& dtype, st
     const double peak =
         machine().peak(threads, dtype.grouped() ? swiglu::Dtype::int8 : dtype.dtype);
     if (peak > 0) st.counters["pct_of_peak"] = 100.0 * gflops / peak;
+    if (tokens != 1) return;
+    // Decode against a plain read of a call's mean bytes, interleaved
+    // (read_beside.hpp); the calls go on cycling through the draws.
+    double draw_bytes = 0;
+    for (const MoeDraw& d : draws) draw_bytes += d.bytes;
+    add_read_counters(
+        st,
+        [&] {
+            const MoeDraw& d = draws[next];
+            next = (next + 1) % draws.size();
+            experts->forward(x.data(), y.data(), tokens, d.ids.data(), d.weights.data(), s->top_k);
+        },
+        draw_bytes / double(draws.size()), experts->threads());
 }
 
 // The dtypes the rows run: f32 (2.4-5.6 GB of experts per shape) and int8

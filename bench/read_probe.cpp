@@ -29,7 +29,7 @@ using Clock = std::chrono::steady_clock;
 
 // Floats per step of every read kernel: a slice is a multiple of this, so
 // each of up to 4 streams is a multiple of one step of its kernel.
-constexpr std::size_t kStep = 128;
+constexpr std::size_t kStep = kReadStep;
 
 // S streams (the slice's S parts, read interleaved), 8 accumulators between
 // them; n a multiple of kStep, p 64-byte aligned.
@@ -88,7 +88,6 @@ float read_sse2(const float* p, std::size_t n) {
     return lanes[0] + lanes[1] + lanes[2] + lanes[3];
 }
 
-using ReadFn = float (*)(const float*, std::size_t);
 constexpr int kStreamCounts[] = {1, 2, 4};
 
 struct ReadKernels {
@@ -138,10 +137,9 @@ double timed_read(ReadFn read, const float* data, std::size_t floats, int thread
     return bytes / std::chrono::duration<double>(t1 - t0).count() * 1e-9;
 }
 
-// `bytes` (at least 64 MiB, halved until it can be had) on 2 MiB
-// boundaries, advised to use huge pages as the library's weight arena is;
-// each thread writes its own slice so the pages exist. Null on failure.
-float* make_buffer(std::size_t& bytes, std::size_t min_bytes, int threads) {
+}  // namespace
+
+float* make_read_buffer(std::size_t& bytes, std::size_t min_bytes, int threads) {
     const std::size_t align = std::size_t(2) << 20;
     float* data = nullptr;
     for (; bytes >= min_bytes; bytes /= 2) {
@@ -160,11 +158,14 @@ float* make_buffer(std::size_t& bytes, std::size_t min_bytes, int threads) {
     return data;
 }
 
-}  // namespace
+ReadFn read_kernel(int streams) {
+    const ReadKernels& k = read_kernels();
+    return streams >= 4 ? k.by_streams[2] : streams >= 2 ? k.by_streams[1] : k.by_streams[0];
+}
 
 DramReader::DramReader(int max_threads) {
     std::size_t bytes = std::size_t(1) << 30;
-    data_ = make_buffer(bytes, std::size_t(64) << 20, std::max(1, max_threads));
+    data_ = make_read_buffer(bytes, std::size_t(64) << 20, std::max(1, max_threads));
     if (data_) floats_ = bytes / sizeof(float);
 }
 
@@ -194,7 +195,7 @@ double resident_read_gbs(double bytes, int threads) {
     const std::lock_guard<std::mutex> lock(mutex);
     const auto key = std::make_pair(size, threads);
     if (const auto it = known.find(key); it != known.end()) return it->second;
-    float* data = make_buffer(size, size, threads);
+    float* data = make_read_buffer(size, size, threads);
     if (!data) return 0;
     const std::size_t floats = size / sizeof(float);
     // Passes for ~20 ms per timing, from one warm-up pass (which also

@@ -49,4 +49,17 @@ double resident_read_gbs(double bytes, int threads);
 // The ISA of the read kernels: "avx512f", "avx2" or "sse2".
 const char* read_isa();
 
+// One thread's read kernel with `streams` (1, 2 or 4) streams, for this
+// CPU's ISA: sums n floats from p (n a multiple of kReadStep, p 64-byte
+// aligned), so the reads cannot be left out.
+using ReadFn = float (*)(const float* p, std::size_t n);
+inline constexpr std::size_t kReadStep = 128;
+ReadFn read_kernel(int streams);
+
+// `bytes` (halved while it cannot be had, down to min_bytes) on 2 MiB
+// boundaries with huge pages advised, as the library's weight arena is,
+// written by `threads` threads so its pages exist; `bytes` is set to what
+// was had. Free with std::free. Null on failure.
+float* make_read_buffer(std::size_t& bytes, std::size_t min_bytes, int threads);
+
 }  // namespace swiglu_bench

@@ -556,9 +556,9 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
     const MachineProbe& probe = machine();
     print_probe(probe);
     const double load_before = others_load(0.5);
-    std::printf("\n%-8s %-6s %5s %3s %10s %5s %9s %8s %7s %7s %10s %5s %9s %6s %6s %s\n", "shape",
-                "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "roof%", "bf16pk%",
-                "base_ms", "speedup", "+-%", "ceil%", "others", "flags");
+    std::printf("\n%-8s %-6s %5s %3s %10s %5s %9s %8s %7s %7s %10s %5s %9s %6s %6s %6s %s\n",
+                "shape", "dtype", "M", "T", "ms/call", "+-%", "GFLOP/s", "GB/s", "roof%", "bf16pk%",
+                "base_ms", "speedup", "+-%", "ceil%", "read%", "others", "flags");
     std::fflush(stdout);
     std::vector<std::string> notes;
     BlockFixture& fx = fixture();
@@ -622,12 +622,24 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
                         if (doubtful && flags.find("noisy") == std::string::npos) flags += "noisy ";
                     }
                 }
+                char read[16] = "-";
+                if (read_row(s, m)) {
+                    const ReadShare r =
+                        read_share([ffn, x, y, m] { ffn->forward(x, y, m); },
+                                   weight_bytes(s, dtype), threads, probe.dram_streams);
+                    const bool doubtful = r.noisy || r.others > kBusyCpus;
+                    if (r.pct > 0 && doubtful)
+                        std::snprintf(read, sizeof read, "(?)");
+                    else if (r.pct > 0)
+                        std::snprintf(read, sizeof read, "%.0f", r.pct);
+                    if (doubtful && flags.find("noisy") == std::string::npos) flags += "noisy ";
+                }
                 std::printf(
                     "%-8s %-6s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s %6s "
-                    "%s\n",
+                    "%6s %s\n",
                     s.name, dn, (long long)m, threads, t_ffn * 1e3, 50 * pt.a.spread(),
                     s.flops(m) / t_ffn * 1e-9, weight_bytes(s, dtype) / t_ffn * 1e-9,
-                    100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm, ceil,
+                    100.0 * roof / t_ffn, bf16pk, base_ms, speedup, base_pm, ceil, read,
                     fixed1(pt.others).c_str(), flags.c_str());
                 std::fflush(stdout);
                 char diff[96];
@@ -662,7 +674,9 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
         "speedup out, (?): no figure to quote (run again on a quieter machine);\nceil%% = "
         "(M >= 128, f32, bf16, int8) GFLOP/s as %% of one plain oneDNN matmul (M x d) * (d x 2f) "
         "of the dtype, weights prepacked, same threads, the two interleaved right after the "
-        "row (median of the rounds' ratios)\n");
+        "row (median of the rounds' ratios); read%% = (llama7b, M = 1) GB/s as %% of a plain "
+        "read of the same bytes from DRAM by the same threads, the two interleaved (median of "
+        "the rounds' ratios)\n");
     for (const auto& n : notes) std::printf("%s\n", n.c_str());
     // The host's bandwidth swings: the M=1 rows' roof% uses the probe made
     // before the profile; this one shows whether it held.

@@ -154,6 +154,7 @@ ReadShare read_share(const std::function<void()>& ours, double bytes, int thread
     share.pct_p90 = scale * pt.ratio.p90;
     share.gbs = read_bytes / pt.b.median * 1e-9;
     share.noisy = pt.noisy;
+    share.others = pt.others;
     return share;
 }
 

@@ -25,6 +25,7 @@ struct ReadShare {
     double pct = 0, pct_p10 = 0, pct_p90 = 0;  // 100 * our bytes/s / the read's
     double gbs = 0;                            // the read's own rate (median of its batches)
     bool noisy = false;                        // the ratios' spread stayed over 20 %
+    double others = -1;                        // as PairTiming::others
 };
 
 // `ours`: one call of the row, reading `bytes` bytes of weights from DRAM

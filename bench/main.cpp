@@ -117,7 +117,9 @@ public:
                 header = true;
             }
             char read[16] = "-";
-            if (row.ffn.reads > 0)
+            if (row.ffn.reads > 0 && row.ffn.read_doubtful)
+                std::snprintf(read, sizeof read, "(?)");
+            else if (row.ffn.reads > 0)
                 std::snprintf(read, sizeof read, "%.1f", row.ffn.read_pct / row.ffn.reads);
             if (after == dram_after.end() || before <= 0) {
                 std::fprintf(out, "%-26s %8.1f %10.1f %9.1f %10s %9s %7s\n", key->c_str(), gbs,
@@ -134,6 +136,7 @@ private:
     struct Acc {
         double ns = 0, roof = 0, gbs = 0, read_pct = 0;
         int n = 0, reads = 0;
+        bool read_doubtful = false;  // a read_noisy row: no figure to quote
     };
     struct Row {
         int order = -1;
@@ -157,6 +160,8 @@ private:
         if (auto rd = r.counters.find("read_pct"); rd != r.counters.end()) {
             acc.read_pct += rd->second.value;
             acc.reads += 1;
+            if (auto rn = r.counters.find("read_noisy"); rn != r.counters.end())
+                acc.read_doubtful = acc.read_doubtful || rn->second.value > 0;
         }
         acc.n += 1;
     }

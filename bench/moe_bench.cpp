@@ -153,14 +153,15 @@ void bm_moe(benchmark::State& st, const MoeShape* s, const BenchDtype& dtype, st
     // (read_beside.hpp); the calls go on cycling through the draws.
     double draw_bytes = 0;
     for (const MoeDraw& d : draws) draw_bytes += d.bytes;
+    const std::string key = std::string(s->name) + "/" + dtype.name + "/" + std::to_string(threads);
     add_read_counters(
-        st,
+        st, key,
         [&] {
             const MoeDraw& d = draws[next];
             next = (next + 1) % draws.size();
             experts->forward(x.data(), y.data(), tokens, d.ids.data(), d.weights.data(), s->top_k);
         },
-        draw_bytes / double(draws.size()), experts->threads());
+        draw_bytes / double(draws.size()), experts->threads(), int(draws.size()));
 }
 
 // The dtypes the rows run: f32 (2.4-5.6 GB of experts per shape) and int8

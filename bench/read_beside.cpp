@@ -8,13 +8,14 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdlib>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "interleaved_timing.hpp"
-#include "machine_probe.hpp"
 #include "read_probe.hpp"
 
 namespace swiglu_bench {
@@ -24,7 +25,9 @@ namespace {
 // MB (0.1-0.5 ms) does not carry a thread start (tens of microseconds).
 // Between a batch's reads the helpers spin, as the library's pool does;
 // after kSpin without work they sleep, so that they take no core from the
-// row's own batch that follows.
+// row's own batch that follows. Not the library's pool: its workers claim
+// tasks as they come, and a read needs each slice on a thread of its own
+// (two slices on one core would read at half the rate and flatter the row).
 class ReadCrew {
 public:
     explicit ReadCrew(int threads) : threads_(threads) {
@@ -96,37 +99,55 @@ private:
 };
 
 // The 1 GiB buffer (as the probe's; down to 256 MiB if that cannot be
-// had), made on first use and kept for the run, and where the next
-// window starts.
+// had), made on first use and kept for the run, its pages written by as
+// many threads as the process may use (so they spread as the probe's do).
 struct ReadBuffer {
     float* data = nullptr;
     std::size_t floats = 0;
-    std::size_t next = 0;
 
     ReadBuffer() {
         std::size_t bytes = std::size_t(1) << 30;
-        data = make_read_buffer(bytes, std::size_t(256) << 20, 1);
+        const int writers = std::max(1, int(std::thread::hardware_concurrency()));
+        data = make_read_buffer(bytes, std::size_t(256) << 20, writers);
         if (data) floats = bytes / sizeof(float);
     }
     ~ReadBuffer() { std::free(data); }
     ReadBuffer(const ReadBuffer&) = delete;
     ReadBuffer& operator=(const ReadBuffer&) = delete;
-
-    // The next window of `window` floats: after the last one, or back at
-    // the start when it would run past the end.
-    const float* take(std::size_t window) {
-        if (next + window > floats) next = 0;
-        const float* p = data + next;
-        next += window;
-        return p;
-    }
 };
 
+// `windows` windows of `window` floats from the buffer's start, taken in
+// turn (as many as fit: past 512 MiB, the one window, which no cache holds).
+class Windows {
+public:
+    Windows(const ReadBuffer& b, std::size_t window, int windows)
+        : data_(b.data),
+          window_(window),
+          count_(std::max<std::size_t>(
+              1, std::min<std::size_t>(std::size_t(windows), b.floats / window))) {}
+    const float* next() {
+        const float* p = data_ + i_ * window_;
+        i_ = (i_ + 1) % count_;
+        return p;
+    }
+
+private:
+    const float* data_;
+    std::size_t window_, count_, i_ = 0;
+};
+
+// One sum per thread (the caller adds them up), so the reads are not left
+// out and no two threads write one variable.
+struct alignas(64) Sink {
+    float sum = 0;
+};
 volatile float g_sink = 0;
 
 }  // namespace
 
-ReadShare read_share(const std::function<void()>& ours, double bytes, int threads, int streams) {
+bool ReadShare::doubtful() const { return noisy || others > kBusyCpus; }
+
+ReadShare read_share(const std::function<void()>& ours, double bytes, int threads, int windows) {
     static ReadBuffer buffer;
     static std::unique_ptr<ReadCrew> crew;
     ReadShare share;
@@ -139,13 +160,39 @@ ReadShare read_share(const std::function<void()>& ours, double bytes, int thread
         crew.reset();
         crew = std::make_unique<ReadCrew>(threads);
     }
-    const ReadFn read = read_kernel(streams);
     const std::size_t slice = window / std::size_t(threads);
-    auto read_window = [&] {
-        const float* p = buffer.take(window);
-        crew->run([&](int i) { g_sink = g_sink + read(p + std::size_t(i) * slice, slice); });
+    std::vector<Sink> sinks(static_cast<std::size_t>(threads));
+    Windows at(buffer, window, windows);
+    auto read_with = [&](ReadFn read) {
+        const float* p = at.next();
+        crew->run(
+            [&](int i) { sinks[std::size_t(i)].sum += read(p + std::size_t(i) * slice, slice); });
     };
-    const PairTiming pt = time_interleaved(ours, read_window);
+    // The stream count that reads these windows fastest on these threads
+    // (it differs between thread counts and CPUs: read_probe.cpp): each
+    // count's best of a few reads, after one that warms the crew.
+    constexpr int kStreams[] = {1, 2, 4};
+    ReadFn read = read_kernel(1);
+    double best = 0;
+    for (int streams : kStreams) {
+        const ReadFn f = read_kernel(streams);
+        read_with(f);
+        for (int i = 0; i < 3; ++i) {
+            const auto t0 = std::chrono::steady_clock::now();
+            read_with(f);
+            const double rate =
+                1.0 / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            if (rate > best) {
+                best = rate;
+                read = f;
+                share.streams = streams;
+            }
+        }
+    }
+    const PairTiming pt = time_interleaved(ours, [&] { read_with(read); });
+    float sum = 0;
+    for (const Sink& k : sinks) sum += k.sum;
+    g_sink = g_sink + sum;
     // ratio = t_read / t_ours per round, for the same bytes.
     const double read_bytes = double(window) * sizeof(float);
     const double scale = 100.0 * bytes / read_bytes;
@@ -158,15 +205,20 @@ ReadShare read_share(const std::function<void()>& ours, double bytes, int thread
     return share;
 }
 
-void add_read_counters(benchmark::State& st, const std::function<void()>& ours, double bytes,
-                       int threads) {
-    const ReadShare r = read_share(ours, bytes, threads, machine().dram_streams);
+void add_read_counters(benchmark::State& st, const std::string& key,
+                       const std::function<void()>& ours, double bytes, int threads, int windows) {
+    static std::map<std::string, ReadShare> measured;
+    auto it = measured.find(key);
+    if (it == measured.end())
+        it = measured.emplace(key, read_share(ours, bytes, threads, windows)).first;
+    const ReadShare& r = it->second;
     if (r.pct <= 0) return;
     st.counters["read_pct"] = r.pct;
     st.counters["read_pct_p10"] = r.pct_p10;
     st.counters["read_pct_p90"] = r.pct_p90;
     st.counters["read_GBs"] = r.gbs;
-    st.counters["read_noisy"] = r.noisy ? 1 : 0;
+    st.counters["read_streams"] = r.streams;
+    st.counters["read_noisy"] = r.doubtful() ? 1 : 0;
 }
 
 }  // namespace swiglu_bench

@@ -10,36 +10,56 @@
 //
 // The read: `threads` threads (the caller and threads kept for the
 // purpose, so no thread is started per read) each read their slice of a
-// window of the row's byte count with the probe's read kernel and its best
-// stream count (read_probe.hpp), in a 1 GiB huge-page buffer; successive
-// reads take successive windows, so no read finds its bytes in a cache.
+// window of the row's byte count, in a 1 GiB huge-page buffer, with the
+// probe's read kernel at whichever of 1, 2 or 4 streams per thread reads
+// that window fastest (read_probe.hpp). The reads take `windows` windows
+// in turn, so that they come from DRAM: the MoE rows pass their number of
+// draws (each call's experts were last read that many calls before, as the
+// read's window was), the dense rows kFreshWindows (as many as fit in the
+// buffer). A dense row re-reads its one set of weights, and this host's L3
+// holds part of a llama7b q4_0 block's 76 MB: one 76 MB window read over
+// and over ran at 1.7x the rate of fresh ones (2 threads). So a dense row's
+// read_pct is against DRAM, with whatever L3 gives the row counted in its
+// favour; llama7b's f32 and bf16 (541 and 270 MB) get none.
 #pragma once
 
 #include <benchmark/benchmark.h>
 
 #include <functional>
+#include <string>
 
 namespace swiglu_bench {
 
 struct ReadShare {
     double pct = 0, pct_p10 = 0, pct_p90 = 0;  // 100 * our bytes/s / the read's
     double gbs = 0;                            // the read's own rate (median of its batches)
+    int streams = 0;                           // the read's streams per thread
     bool noisy = false;                        // the ratios' spread stayed over 20 %
     double others = -1;                        // as PairTiming::others
+    // What no figure should be quoted from: noisy, or other processes took
+    // over kBusyCpus CPUs' worth of time meanwhile.
+    bool doubtful() const;
 };
 
-// `ours`: one call of the row, reading `bytes` bytes of weights from DRAM
-// on `threads` threads; `streams`: the read's streams per thread (the
-// probe's best). Zero share (pct 0) when the buffer cannot be had or the
-// window would not fit it.
-ReadShare read_share(const std::function<void()>& ours, double bytes, int threads, int streams);
+// As many windows as fit in the buffer.
+inline constexpr int kFreshWindows = 0;
 
-// read_share for a row, as its counters (none when it could not be had):
+// `ours`: one call of the row, reading `bytes` bytes of weights from DRAM
+// on `threads` threads; the reads cycle through `windows` windows of that
+// size (kFreshWindows: as many as fit). Zero share (pct 0) when the buffer
+// cannot be had or one window would not fit it.
+ReadShare read_share(const std::function<void()>& ours, double bytes, int threads, int windows);
+
+// read_share for a row, as its counters (none when it could not be had),
+// measured once per `key` (Google Benchmark calls a row's function again
+// while it sizes the iterations; the later calls reuse the first share):
 //   read_pct     100 * the row's bytes/s / the read's, from the median of
 //                the rounds' time ratios (read_pct_p10, _p90: their spread;
-//                read_noisy = 1 when it stayed over 20 %)
-//   read_GBs     the read's own rate beside the row
-void add_read_counters(benchmark::State& st, const std::function<void()>& ours, double bytes,
-                       int threads);
+//                read_noisy = 1 when it stayed over 20 % or the host was
+//                busy: ReadShare::doubtful)
+//   read_GBs     the read's own rate beside the row; read_streams its
+//                streams per thread
+void add_read_counters(benchmark::State& st, const std::string& key,
+                       const std::function<void()>& ours, double bytes, int threads, int windows);
 
 }  // namespace swiglu_bench

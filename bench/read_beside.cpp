@@ -117,14 +117,14 @@ struct ReadBuffer {
 };
 
 // `windows` windows of `window` floats from the buffer's start, taken in
-// turn (as many as fit: past 512 MiB, the one window, which no cache holds).
+// turn: at most as many as fit (past 512 MiB, the one window, which no
+// cache holds), all of them for kFreshWindows.
 class Windows {
 public:
     Windows(const ReadBuffer& b, std::size_t window, int windows)
-        : data_(b.data),
-          window_(window),
-          count_(std::max<std::size_t>(
-              1, std::min<std::size_t>(std::size_t(windows), b.floats / window))) {}
+        : data_(b.data), window_(window), count_(b.floats / window) {
+        if (windows > 0) count_ = std::min(count_, std::size_t(windows));
+    }
     const float* next() {
         const float* p = data_ + i_ * window_;
         i_ = (i_ + 1) % count_;

@@ -18,7 +18,7 @@
 // read's window was), the dense rows kFreshWindows (as many as fit in the
 // buffer). A dense row re-reads its one set of weights, and this host's L3
 // holds part of a llama7b q4_0 block's 76 MB: one 76 MB window read over
-// and over ran at 1.7x the rate of fresh ones (2 threads). So a dense row's
+// and over ran at 1.6x the rate of fresh ones (2 threads). So a dense row's
 // read_pct is against DRAM, with whatever L3 gives the row counted in its
 // favour; llama7b's f32 and bf16 (541 and 270 MB) get none.
 #pragma once

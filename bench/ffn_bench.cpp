@@ -161,12 +161,8 @@ public:
         ffn_.reset();
         if (auto it = ffn_unsupported_.find(dtype); it != ffn_unsupported_.end())
             throw swiglu::Error(swiglu::Status::unsupported, it->second);
-        const std::int64_t d = w_->shape.d, f = w_->shape.f;
         try {
-            ffn_ = std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(w_->gate.get(), f, d),
-                                                 swiglu::WeightView::out_in(w_->up.get(), f, d),
-                                                 swiglu::WeightView::out_in(w_->down.get(), d, f),
-                                                 bench_options(threads, dtype));
+            ffn_ = make_ffn(threads, dtype);
         } catch (const swiglu::Error& e) {
             if (e.status() == swiglu::Status::unsupported) ffn_unsupported_[dtype] = e.what();
             throw;
@@ -183,11 +179,7 @@ public:
     const swiglu::Ffn& q4_0_ffn(int threads) {
         if (q4_0_ && q4_0_option_ == threads) return *q4_0_;
         q4_0_.reset();
-        const std::int64_t d = w_->shape.d, f = w_->shape.f;
-        q4_0_ = std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(w_->gate.get(), f, d),
-                                              swiglu::WeightView::out_in(w_->up.get(), f, d),
-                                              swiglu::WeightView::out_in(w_->down.get(), d, f),
-                                              bench_options(threads, BenchDtype::of(Dtype::q4_0)));
+        q4_0_ = make_ffn(threads, BenchDtype::of(Dtype::q4_0));
         q4_0_option_ = threads;
         return *q4_0_;
     }
@@ -271,6 +263,15 @@ public:
     }
 
 private:
+    // The shape's block in `dtype` from its f32 weights.
+    std::unique_ptr<swiglu::Ffn> make_ffn(int threads, const BenchDtype& dtype) const {
+        const std::int64_t d = w_->shape.d, f = w_->shape.f;
+        return std::make_unique<swiglu::Ffn>(swiglu::WeightView::out_in(w_->gate.get(), f, d),
+                                             swiglu::WeightView::out_in(w_->up.get(), f, d),
+                                             swiglu::WeightView::out_in(w_->down.get(), d, f),
+                                             bench_options(threads, dtype));
+    }
+
     std::unique_ptr<ShapeWeights> w_;
     std::unique_ptr<swiglu::Ffn> ffn_;
     int ffn_option_ = -1;
@@ -424,7 +425,7 @@ void bm_ffn(benchmark::State& st, const Shape* s, BenchDtype dtype, std::int64_t
                 st.counters["q4_0_pct"] = 100 * pt->ratio.median;
                 st.counters["q4_0_pct_p10"] = 100 * pt->ratio.p10;
                 st.counters["q4_0_pct_p90"] = 100 * pt->ratio.p90;
-                st.counters["q4_0_noisy"] = pt->noisy || pt->others > kBusyCpus ? 1 : 0;
+                st.counters["q4_0_noisy"] = pt->doubtful() ? 1 : 0;
             }
         if (!ceiling_row(tokens, dtype)) return;
         if (const auto c = ffn_ceiling_share(*s, tokens, ffn, dtype, x, y)) {
@@ -622,7 +623,7 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
                     // printed at all: "(?)", and the row flagged. In
                     // parentheses it had still reached the user (8903x at
                     // glass q4_0, one token, beside a build).
-                    const bool doubtful = pt.noisy || pt.others > kBusyCpus;
+                    const bool doubtful = pt.doubtful();
                     if (doubtful)
                         std::snprintf(speedup, sizeof speedup, "(?)");
                     else
@@ -644,11 +645,11 @@ int run_profile(bool quick, const std::vector<BenchDtype>& dtypes) {
                 if (read_row(s, m)) {
                     const ReadShare r = read_share([ffn, x, y, m] { ffn->forward(x, y, m); },
                                                    weight_bytes(s, dtype), threads, kFreshWindows);
-                    if (r.pct > 0 && r.doubtful())
+                    if (r.pct > 0 && r.doubtful)
                         std::snprintf(read, sizeof read, "(?)");
                     else if (r.pct > 0)
                         std::snprintf(read, sizeof read, "%.0f", r.pct);
-                    if (r.doubtful() && flags.find("noisy") == std::string::npos) flags += "noisy ";
+                    if (r.doubtful && flags.find("noisy") == std::string::npos) flags += "noisy ";
                 }
                 std::printf(
                     "%-8s %-6s %5lld %3d %10.4g %5.0f %9.1f %8.1f %7.1f %7s %10s %5s %9s %6s %6s "

@@ -92,6 +92,8 @@ double others_load(double seconds) {
     return std::max(0.0, ((c1.all - c0.all) - (c1.self - c0.self)) / wall);
 }
 
+bool PairTiming::doubtful() const { return noisy || others > kBusyCpus; }
+
 PairTiming time_interleaved(const std::function<void()>& a, const std::function<void()>& b) {
     const bool pair = static_cast<bool>(b);
     std::vector<double> sa, sb;

@@ -26,6 +26,9 @@ struct PairTiming {
     Timing ratio;
     bool noisy = false;  // the spread that matters (ratio's, or a's alone) stayed wide
     double others = -1;  // CPUs' worth of time other processes used meanwhile (-1: unknown)
+    // What no figure should be quoted from: noisy, or other processes took
+    // over kBusyCpus CPUs' worth of time meanwhile.
+    bool doubtful() const;
 };
 
 // A spread above this after the longest measurement marks the row noisy:

@@ -145,8 +145,6 @@ volatile float g_sink = 0;
 
 }  // namespace
 
-bool ReadShare::doubtful() const { return noisy || others > kBusyCpus; }
-
 ReadShare read_share(const std::function<void()>& ours, double bytes, int threads, int windows) {
     static ReadBuffer buffer;
     static std::unique_ptr<ReadCrew> crew;
@@ -200,8 +198,7 @@ ReadShare read_share(const std::function<void()>& ours, double bytes, int thread
     share.pct_p10 = scale * pt.ratio.p10;
     share.pct_p90 = scale * pt.ratio.p90;
     share.gbs = read_bytes / pt.b.median * 1e-9;
-    share.noisy = pt.noisy;
-    share.others = pt.others;
+    share.doubtful = pt.doubtful();
     return share;
 }
 
@@ -218,7 +215,7 @@ void add_read_counters(benchmark::State& st, const std::string& key,
     st.counters["read_pct_p90"] = r.pct_p90;
     st.counters["read_GBs"] = r.gbs;
     st.counters["read_streams"] = r.streams;
-    st.counters["read_noisy"] = r.doubtful() ? 1 : 0;
+    st.counters["read_noisy"] = r.doubtful ? 1 : 0;
 }
 
 }  // namespace swiglu_bench

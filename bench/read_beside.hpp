@@ -34,11 +34,7 @@ struct ReadShare {
     double pct = 0, pct_p10 = 0, pct_p90 = 0;  // 100 * our bytes/s / the read's
     double gbs = 0;                            // the read's own rate (median of its batches)
     int streams = 0;                           // the read's streams per thread
-    bool noisy = false;                        // the ratios' spread stayed over 20 %
-    double others = -1;                        // as PairTiming::others
-    // What no figure should be quoted from: noisy, or other processes took
-    // over kBusyCpus CPUs' worth of time meanwhile.
-    bool doubtful() const;
+    bool doubtful = false;                     // PairTiming::doubtful of the two
 };
 
 // As many windows as fit in the buffer.

@@ -79,10 +79,11 @@ struct Case {
     std::int64_t k, n, rows;
 };
 // Rows: every pass height of every ISA (AVX2 up to 4 rows per pass,
-// AVX-512 up to 8, Q4_0 4) and the passes whose column groups go side by
-// side (AVX2: 1 row over 4 or 2 groups; AVX-512: 1-4 rows over 2 pairs,
-// then a pair, then a group alone: 55 columns are 7 groups, the last
-// partial, 100 are 13; 12 rows, Q8_0: 8, then 4 over 2 pairs); columns:
+// AVX-512 up to 4, and Q8_0's 5-8 rows in one pass over a pair) and the
+// passes whose column groups go side by side (AVX2: 1 row over 4 or 2
+// groups; AVX-512: 1-4 rows over 2 pairs, then a pair, then a group alone:
+// 55 columns are 7 groups, the last partial, 100 are 13; 9-17 rows in
+// passes of 4 over 2 pairs and a shorter last one); columns:
 // partial groups and pairs; 600 and 1100 inputs (19 and 35 blocks) under
 // passes of every height, more than one of them.
 const Case kCases[] = {{1, 1, 1},     {7, 13, 2},     {13, 7, 3},    {32, 8, 4},    {33, 9, 5},

@@ -4,8 +4,8 @@
 // add) or four (Q8_0: vpsignb twice, vpmaddubsw, vpmaddwd). A zmm holds two
 // column groups (grouped_layout.hpp), group g in lanes 0-7 and g + 1 in
 // 8-15, so a block still ends in column sums without a horizontal reduction.
-// Up to 8 rows share each weight load, and a pass of up to 4 rows shares
-// each activation broadcast between two pairs (kPassRows). Bits as the
+// Up to 4 rows share each weight load, and each activation broadcast is
+// shared between two pairs (kPassRows, kPassPairs). Bits as the
 // scalar reference (grouped_gemm.hpp): the block sums are the same exact
 // integers.
 //
@@ -27,25 +27,30 @@ namespace swiglu::detail {
 
 namespace {
 
-// Pairs of groups a pass reads side by side: 2 for passes of up to
-// kNarrowRows rows, else 1. Every broadcast of 4 activation quants then
-// meets both pairs: a pass over one pair issues a broadcast per vpdpbusd,
-// over two pairs one per two; and a core reads 4 weight streams, where so
-// few rows leave one stream short of DRAM's rate. 4 rows' s32 and f32
-// accumulators over 2 pairs take 16 of the 32 zmm registers; 5-6 rows over
-// 2 pairs, or 3 pairs, were no faster from DRAM (Q8_0: slower).
-constexpr int kNarrowRows = 4;
-constexpr int kNarrowPairs = 2;
+// Rows and pairs of groups per pass: passes of up to 4 rows over 2 pairs,
+// both formats. Every broadcast of 4 activation quants then meets both
+// pairs: a pass over one pair issues a broadcast per vpdpbusd, over two
+// pairs one per two; and a core reads 4 weight streams, where so few rows
+// leave one stream short of DRAM's rate. 4 rows' s32 and f32 accumulators
+// over 2 pairs take 16 of the 32 zmm registers; 5-6 rows over 2 pairs, or 3
+// pairs, were no faster from DRAM (Q8_0: slower). Alternated runs on an
+// AVX-512 EPYC, 2 threads (docs/measurements.md, "Two pairs share each
+// broadcast"): 4 rows over 2 pairs against 1, in the block, 0.96-1.7x (most
+// 1.1-1.5x; llama7b, cyber, glass), Q4_0's 8-32 rows in passes of 4
+// 0.96-1.27x (most 1.02-1.09x). Q8_0 first kept passes of up to 8 rows over
+// 1 pair, each weight load meeting more rows; against those, in one
+// process, same bits: 1.06-1.09x at 128-512 tokens (llama7b on 1 and 2
+// threads, cyber on 2), level at 16-32 (docs/measurements.md, "Q8_0 in
+// passes of 4 rows").
+constexpr int kPassRows = 4;
+constexpr int kPassPairs = 2;
 
-// Rows per pass: Q4_0 in passes of 4 rows over 2 pairs; Q8_0 in passes of
-// up to 8 rows over 1 pair (8 f32 and 8 s32 accumulators), its weight
-// records being twice Q4_0's, so that each weight load meets more rows.
-// Alternated runs on an AVX-512 EPYC, 2 threads (docs/measurements.md,
-// "Two pairs share each broadcast"): 4 rows over 2 pairs against 1, in the
-// block, 0.96-1.7x (most 1.1-1.5x; llama7b, cyber, glass), Q4_0's 8-32
-// rows in passes of 4 0.96-1.27x (most 1.02-1.09x), Q8_0's 0.89-1.0x at 8.
+// Except that Q8_0 tiles of 5-8 rows take one pass of them all over 1 pair
+// (8 f32 and 8 s32 accumulators), each weight load meeting every row: at 8
+// tokens on one thread (llama7b) and for qwen3moe's experts at 128 tokens
+// (~8 rows each), passes of 4 over 2 pairs were 0.85-0.93x of it.
 template <GroupedFormat kFormat>
-constexpr int kPassRows = kFormat == GroupedFormat::q4_0 ? kNarrowRows : 8;
+constexpr int kOnePassRows = kFormat == GroupedFormat::q8_0 ? 8 : kPassRows;
 
 // R rows of y over G pairs of groups from `first` on (pair q: groups at
 // first + 2 q stride and that + partner), columns from c0: per pair, its
@@ -150,10 +155,17 @@ template <GroupedFormat kFormat>
 void gemm(const std::uint8_t* tile, std::int64_t k, std::int64_t n, const ActBlock* x,
           std::int64_t x_stride, std::int64_t rows_total, float* y, std::int64_t ldy) noexcept {
     const auto nb = static_cast<std::int64_t>(ggml_blocks(static_cast<std::size_t>(k)));
-    row_passes<kPassRows<kFormat>>(rows_total, [&](auto height, std::int64_t m) {
+    constexpr int kOnePass = kOnePassRows<kFormat>;
+    if constexpr (kOnePass > kPassRows)
+        if (rows_total > kPassRows && rows_total <= kOnePass) {
+            auto one_pass = [&](auto height, std::int64_t) {
+                rows<kFormat, decltype(height)::value, 1>(tile, nb, n, x, x_stride, y, ldy);
+            };
+            return last_row_pass<kOnePass>(rows_total, 0, one_pass);
+        }
+    row_passes<kPassRows>(rows_total, [&](auto height, std::int64_t m) {
         constexpr int R = decltype(height)::value;
-        rows<kFormat, R, R <= kNarrowRows ? kNarrowPairs : 1>(tile, nb, n, x + m * x_stride,
-                                                              x_stride, y + m * ldy, ldy);
+        rows<kFormat, R, kPassPairs>(tile, nb, n, x + m * x_stride, x_stride, y + m * ldy, ldy);
     });
 }
 

@@ -4,8 +4,9 @@
 // add) or four (Q8_0: vpsignb twice, vpmaddubsw, vpmaddwd). A zmm holds two
 // column groups (grouped_layout.hpp), group g in lanes 0-7 and g + 1 in
 // 8-15, so a block still ends in column sums without a horizontal reduction.
-// Up to 4 rows share each weight load, and each activation broadcast is
-// shared between two pairs (kPassRows, kPassPairs). Bits as the
+// Up to 4 rows share each weight load (Q8_0 tiles of 5-8 rows: all of
+// them), and each activation broadcast is shared between two pairs
+// (kPassRows, kPassPairs). Bits as the
 // scalar reference (grouped_gemm.hpp): the block sums are the same exact
 // integers.
 //
@@ -45,10 +46,11 @@ namespace {
 constexpr int kPassRows = 4;
 constexpr int kPassPairs = 2;
 
-// Except that Q8_0 tiles of 5-8 rows take one pass of them all over 1 pair
-// (8 f32 and 8 s32 accumulators), each weight load meeting every row: at 8
-// tokens on one thread (llama7b) and for qwen3moe's experts at 128 tokens
-// (~8 rows each), passes of 4 over 2 pairs were 0.85-0.93x of it.
+// Except that Q8_0 tiles of 5-8 rows keep one pass of them all over 1 pair
+// (8 f32 and 8 s32 accumulators), each weight load meeting every row: there
+// passes of 4 over 2 pairs were not shown faster (alternated builds, whose
+// spread here reaches 15 %: llama7b at 8 tokens 0.85x on one thread, 1.08x
+// on two; qwen3moe's experts at 128 tokens, ~8 rows each, 0.88-0.93x).
 template <GroupedFormat kFormat>
 constexpr int kOnePassRows = kFormat == GroupedFormat::q8_0 ? 8 : kPassRows;
 

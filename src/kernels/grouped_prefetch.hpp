@@ -3,17 +3,26 @@
 // this much arithmetic per cache line the out-of-order window runs too few
 // misses ahead to keep DRAM busy: one core read Q4_0 from DRAM at about
 // 70 % of a plain read of the same buffer without it, 82-89 % with it
-// (docs/measurements.md, "The grouped kernels ... alone"). Q8_0 has twice
-// the bytes per instruction, so twice the distance.
+// (docs/measurements.md, "The grouped kernels ... alone").
 //
-// The K formats keep 1024 bytes, under one record (1184-1680): 1, 2 and 4
-// records ahead gained nothing consistent (1 record: Q5_K and Q6_K faster on
-// one thread, every format slower on two). llama7b, 1 token, GB/s on 1 / 2 threads,
-// one run each, this VM (2 cores of an AMD EPYC, DRAM probe 39-44 / 78-81):
-//   1024 bytes  Q4_K 31.6 / 42.0  Q5_K 24.1 / 46.3  Q6_K 18.1 / 39.5
-//   1 record    Q4_K 26.6 / 31.2  Q5_K 27.9 / 35.7  Q6_K 22.4 / 34.2
-//   2 records   Q4_K 30.7 / 34.7  Q5_K 28.0 / 32.3  Q6_K 19.8 / 30.2
-//   4 records   Q4_K 22.7 / 35.6  Q5_K 20.3 / 30.6  Q6_K 18.0 / 30.1
+// How far: what a stream consumes in about one DRAM latency under load.
+// At DRAM's rate every format streams about the same bytes per stream (a
+// core reads 4 of them side by side, whatever the record), so one distance
+// in bytes serves them all; it was 1024 (Q8_0 2048, on the view that its
+// twice as many bytes per instruction wanted twice the distance). 2048 for
+// every format, against 1024, the block in one process switching call by
+// call (medians of 12-30 rounds, llama7b unless named; 2 / 1 threads):
+//   1 token   Q4_0 1.06-1.09x / 1.06-1.07x   Q4_K 1.03-1.04x / 1.04x
+//             Q5_K 1.03x / 1.05x   Q6_K 0.99x / 1.01x
+//             Q8_0 (its 2048 against 1536) 0.99x / 1.00x
+//             mixtral's experts Q4_0 1.10x, OLMoE's 1.09x, qwen3moe's 1.06x
+//   4 tokens  Q4_0 1.08x / 1.10x   Q6_K 1.06x;   16 tokens Q4_0 1.00x,
+//             Q4_K 1.05x, Q6_K 1.14x;   128-512 tokens 0.98-1.04x (compute)
+// on a quiet host (2-thread decode at 53-59 GB/s); with the bandwidth taken
+// by other tenants (32-34 GB/s) both distances read the same (0.98-1.01x).
+// 3072 and 4096 read level with 1024 or below it (Q8_0 0.91-0.96x), so
+// 2048 is near the top of a broad peak, not its edge
+// (docs/measurements.md, "One prefetch distance").
 //
 // Included by per-ISA TUs only; everything here is inline.
 #pragma once
@@ -27,8 +36,7 @@
 
 namespace swiglu::detail {
 
-template <GroupedFormat kFormat>
-constexpr std::size_t kPrefetchDistance = kFormat == GroupedFormat::q8_0 ? 2048 : 1024;
+constexpr std::size_t kPrefetchDistance = 2048;
 
 // Where a record's stream ends, and where the stream is that the next pass
 // reads in its place. A pass reads a few column groups' streams side by
@@ -65,7 +73,7 @@ inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int6
 template <GroupedFormat kFormat>
 inline void prefetch_ahead(const std::uint8_t* record, PrefetchSpan span) {
     for (std::size_t o = 0; o < record_bytes(kFormat); o += 64) {
-        const auto at = static_cast<std::int64_t>(kPrefetchDistance<kFormat> + o);
+        const auto at = static_cast<std::int64_t>(kPrefetchDistance + o);
         _mm_prefetch(reinterpret_cast<const char*>(prefetch_target(record, at, span)), _MM_HINT_T0);
     }
 }

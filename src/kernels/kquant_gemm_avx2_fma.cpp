@@ -72,12 +72,12 @@ inline PairControls pair_controls() {
 }
 
 // A super-block's record is over a kilobyte: software prefetch of the
-// record this far ahead in its stream (grouped_prefetch.hpp for why at all,
-// and for PrefetchSpan: past the stream's end, the next pass's), an
-// eighth of it per chunk of 32 inputs so the requests spread over the
-// work. Touches 64 bytes apart from byte bytes * c / 8 cover every line
-// up to the next chunk's first once 64 (touches - 1) + 1 >= bytes / 8.
-constexpr std::int64_t kSuperBlockPrefetchDistance = 2048;
+// record kPrefetchDistance ahead in its stream (grouped_prefetch.hpp for
+// why and how far, and for PrefetchSpan: past the stream's end, the next
+// pass's), an eighth of it per chunk of 32 inputs so the requests spread
+// over the work. Touches 64 bytes apart from byte bytes * c / 8 cover every
+// line up to the next chunk's first once 64 (touches - 1) + 1 >= bytes / 8.
+constexpr auto kSuperBlockPrefetchDistance = static_cast<std::int64_t>(kPrefetchDistance);
 template <GroupedFormat kFormat>
 [[gnu::always_inline]] inline void prefetch_chunk(const std::uint8_t* record, int c,
                                                   PrefetchSpan span) {

@@ -37,7 +37,7 @@
 
 namespace swiglu::detail {
 
-constexpr std::size_t kPrefetchDistance = 2048;
+constexpr std::int64_t kPrefetchDistance = 2048;
 
 // Where a record's stream ends, and where the stream is that the next pass
 // reads in its place. A pass reads a few column groups' streams side by
@@ -74,7 +74,7 @@ inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int6
 template <GroupedFormat kFormat>
 inline void prefetch_ahead(const std::uint8_t* record, PrefetchSpan span) {
     for (std::size_t o = 0; o < record_bytes(kFormat); o += 64) {
-        const auto at = static_cast<std::int64_t>(kPrefetchDistance + o);
+        const std::int64_t at = kPrefetchDistance + static_cast<std::int64_t>(o);
         _mm_prefetch(reinterpret_cast<const char*>(prefetch_target(record, at, span)), _MM_HINT_T0);
     }
 }

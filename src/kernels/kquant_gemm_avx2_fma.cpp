@@ -77,15 +77,14 @@ inline PairControls pair_controls() {
 // pass's), an eighth of it per chunk of 32 inputs so the requests spread
 // over the work. Touches 64 bytes apart from byte bytes * c / 8 cover every
 // line up to the next chunk's first once 64 (touches - 1) + 1 >= bytes / 8.
-constexpr auto kSuperBlockPrefetchDistance = static_cast<std::int64_t>(kPrefetchDistance);
 template <GroupedFormat kFormat>
 [[gnu::always_inline]] inline void prefetch_chunk(const std::uint8_t* record, int c,
                                                   PrefetchSpan span) {
     constexpr std::int64_t kEighth = k_record(kFormat).bytes / 8;
     constexpr int kTouches = static_cast<int>((kEighth - 1 + 63) / 64) + 1;
     for (int l = 0; l < kTouches; ++l)
-        _mm_prefetch(reinterpret_cast<const char*>(prefetch_target(
-                         record, kSuperBlockPrefetchDistance + kEighth * c + 64 * l, span)),
+        _mm_prefetch(reinterpret_cast<const char*>(
+                         prefetch_target(record, kPrefetchDistance + kEighth * c + 64 * l, span)),
                      _MM_HINT_T0);
 }
 

@@ -16,11 +16,14 @@
 // in turn, so that they come from DRAM: the MoE rows pass their number of
 // draws (each call's experts were last read that many calls before, as the
 // read's window was), the dense rows kFreshWindows (as many as fit in the
-// buffer). A dense row re-reads its one set of weights, and this host's L3
-// holds part of a llama7b q4_0 block's 76 MB: one 76 MB window read over
-// and over ran at 1.6x the rate of fresh ones (2 threads). So a dense row's
-// read_pct is against DRAM, with whatever L3 gives the row counted in its
-// favour; llama7b's f32 and bf16 (541 and 270 MB) get none.
+// buffer). A dense row re-reads its one set of weights. This host's L3
+// holds part of a llama7b q4_0 block's 76 MB for a plain read (one 76 MB
+// window read over and over ran at 1.6x the rate of fresh ones, 2 threads),
+// but not measurably for our decode: the block against 2 or 4 copies of it
+// called in turn, in one process, 0.96-1.04x (q4_0, 2 threads, 6 runs; q8_0,
+// int8, q4_k 0.98-1.01x). So the dense rows are left re-reading one block
+// (copies would cost the profile ~80 s of packing: docs/measurements.md,
+// "2026-12-06 (twenty-first session)").
 #pragma once
 
 #include <benchmark/benchmark.h>

@@ -7,6 +7,6 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh python3-torch
 bash scripts/build.sh
 # Every core: the long suites (hostile, dtype, the profile checks, mpi_cli)
-# run mostly in one thread; 2 at a time on 2 cores: 147 -> 97-102 s.
+# run mostly in one thread; 2 at a time on 2 cores: 147 -> 94-102 s.
 ctest --test-dir build --output-on-failure -j"$(nproc)"
 bash scripts/built.sh

@@ -248,6 +248,12 @@ TEST_CASE("a BuildPolicy shapes its own block only, not those built after it") {
         expect_error([&] { Ffn(b.gate_view(), b.up_view(), b.down_view(), o); }, bad,
                      "options.build.int8_own_rows");
     }
+    for (std::int64_t rows : {std::int64_t{-2}, std::int64_t{2}}) {
+        Options o{1, Dtype::bf16};
+        o.build.bf16_own_rows = rows;
+        expect_error([&] { Ffn(b.gate_view(), b.up_view(), b.down_view(), o); }, bad,
+                     "options.build.bf16_own_rows");
+    }
     Options o{1, Dtype::q4_0};
     o.build.grouped_prefill = static_cast<GroupedPrefill>(7);
     expect_error([&] { Ffn(b.gate_view(), b.up_view(), b.down_view(), o); }, bad,

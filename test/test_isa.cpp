@@ -6,6 +6,7 @@
 #include <set>
 #include <string>
 
+#include "kernels/bf16_gemv.hpp"
 #include "kernels/gradient_gemm.hpp"
 #include "kernels/grouped_gemm.hpp"
 #include "kernels/kernel_table.hpp"
@@ -63,6 +64,10 @@ TEST_CASE("every family runs the widest ISA it registers that this CPU runs") {
     check_choice(s8_dispatch());
     // The int8 mode's s8 kernel is never the reference.
     CHECK((s8_gemm() == nullptr) == (s8_dispatch().chosen().isa == Isa::scalar));
+    check_choice(bf16_gemv_dispatch());
+    // The bf16 mode's one-row kernel is never the reference either.
+    CHECK((bf16_gemv() == nullptr) == (bf16_gemv_dispatch().chosen().isa == Isa::scalar));
+    CHECK(bf16_gemv_dispatch().pick(Isa::avx512_vnni) == Isa::avx512);
     // AVX-512 CPUs without VNNI run AVX2's grouped kernels.
     CHECK(grouped_dispatch().pick(Isa::avx512) == Isa::avx2_fma);
     CHECK(grouped_dispatch().pick(Isa::avx512_vnni) == Isa::avx512_vnni);

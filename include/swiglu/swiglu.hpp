@@ -132,6 +132,12 @@ struct BuildPolicy {
     // (AVX512-VNNI): -1 for the library's choice (32 rows), 0 for none
     // (oneDNN's kernels only), up to 64 (every tile).
     std::int64_t int8_own_rows = -1;
+    // The tallest bf16 row tiles (valid rows) that run on our one-row
+    // kernel where it exists (AVX-512, on oneDNN's packed tiles): -1 for the
+    // library's choice (1 row, a decode's token), 0 for none (oneDNN's
+    // kernels only, whose bits for a token do not depend on how many tokens
+    // share its call), or 1.
+    std::int64_t bf16_own_rows = -1;
 };
 
 struct Options {

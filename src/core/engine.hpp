@@ -202,5 +202,8 @@ std::unique_ptr<TileEngine> make_prefill_engine(Dtype dtype, const MatmulTypes& 
 // oneDNN's s8 kernels, and ours for row tiles up to `own_rows` high (-1: the
 // engine's choice, 0: none).
 std::unique_ptr<TileEngine> make_s8_engine(std::int64_t own_rows);
+// oneDNN's bf16 kernels, and ours for one-row tiles (`own_rows`: -1 the
+// engine's choice, 0 none, 1).
+std::unique_ptr<TileEngine> make_bf16_engine(std::int64_t own_rows);
 
 }  // namespace swiglu::detail

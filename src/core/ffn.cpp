@@ -114,6 +114,11 @@ void check_policy(const BuildPolicy& p) {
             "Ffn: options.build.int8_own_rows must be -1 (the library's choice), 0 (none) or "
             "up to 64 rows (got " +
             std::to_string(p.int8_own_rows) + ")");
+    if (p.bf16_own_rows < -1 || p.bf16_own_rows > 1)
+        invalid(
+            "Ffn: options.build.bf16_own_rows must be -1 (the library's choice), 0 (none) or 1 "
+            "(got " +
+            std::to_string(p.bf16_own_rows) + ")");
 }
 
 int resolve_threads(int threads) {

@@ -19,7 +19,7 @@ std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_
             add(make_f32_precision(d, f));
             break;
         case NumericsKind::bf16:
-            add(make_bf16_precision(d, f));
+            add(make_bf16_precision(d, f, policy));
             add(make_panels_precision(dtype, d, f, policy));
             add(make_bf16_emulated_precision(d, f));
             break;

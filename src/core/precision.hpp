@@ -52,7 +52,7 @@ std::vector<Precision> precision_candidates(Dtype dtype, Dtype down, std::int64_
 
 // One factory per mode file.
 Precision make_f32_precision(std::int64_t d, std::int64_t f);
-Precision make_bf16_precision(std::int64_t d, std::int64_t f);
+Precision make_bf16_precision(std::int64_t d, std::int64_t f, const BuildPolicy& policy);
 // Null where the panel kernels are no vector code (below AVX2 oneDNN's f32
 // kernels are faster) or the policy does not allow them.
 Precision make_panels_precision(Dtype dtype, std::int64_t d, std::int64_t f,

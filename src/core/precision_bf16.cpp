@@ -54,11 +54,10 @@ private:
 
 // oneDNN 2.6 has bf16 matmuls only with AVX-512; elsewhere at best a
 // reference kernel, slower than f32 (KernelDemand::fast): then the panels
-// or the emulated mode serves.
-Precision make_bf16_precision(std::int64_t d, std::int64_t f) {
-    using dt = dnnl::memory::data_type;
-    return {std::make_unique<Bf16>(d, f),
-            make_onednn_engine({dt::bf16, dt::bf16, dt::f32}, {2, 2, false}, KernelDemand::fast)};
+// or the emulated mode serves. One-row tiles on our kernel where the
+// policy allows (core/engine_bf16.cpp).
+Precision make_bf16_precision(std::int64_t d, std::int64_t f, const BuildPolicy& policy) {
+    return {std::make_unique<Bf16>(d, f), make_bf16_engine(policy.bf16_own_rows)};
 }
 
 }  // namespace swiglu::detail

@@ -18,4 +18,14 @@ inline bool int8_supported() {
     }
 }
 
+// oneDNN packs bf16 tiles for its brgemm (BA16a64b2a, the layout the bf16
+// mode's one-row kernel reads) where the CPU has AVX512-BF16.
+inline bool bf16_brgemm_supported() {
+    switch (dnnl::get_effective_cpu_isa()) {
+        case dnnl::cpu_isa::avx512_core_bf16:
+        case dnnl::cpu_isa::avx512_core_amx: return true;
+        default: return false;
+    }
+}
+
 }  // namespace swiglu::test

@@ -1,0 +1,122 @@
+// The bf16 engine: oneDNN's bf16 kernels, and for one-row tiles (a
+// decode's token) our bf16 kernel (kernels/bf16_gemv.hpp) over the very
+// tiles oneDNN packed, once every tile is checked to be in the layout that
+// kernel reads. oneDNN's brgemm reads a tile as one sequential stream;
+// ours reads 4, each prefetched ahead, as the panel kernels do.
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+
+#include "core/engine.hpp"
+#include "kernels/bf16_gemv.hpp"
+#include "kernels/convert.hpp"
+
+namespace swiglu::detail {
+
+namespace {
+
+using dt = dnnl::memory::data_type;
+
+// Row tiles with this many valid rows or fewer take our kernel: one. One
+// token's llama7b block, oneDNN's engine against these kernels on our
+// panels (the kernel here reads as they do), one process, alternating:
+// 1.39-1.42x at 1 token, 1.33x at 4, 0.81x at 16 (docs/measurements.md,
+// "bf16 decode"); our kernel reads the tile once per row, so more rows
+// stay with oneDNN's, whose brgemm shares each weight load among them.
+constexpr std::int64_t kOwnRowsMax = 1;
+
+bool is_nan_bf16(std::uint16_t bits) { return (bits & 0x7F80) == 0x7F80 && (bits & 0x7F) != 0; }
+
+// Whether `to` holds the (k x n) matrix `plain` (row-major, f32 or bf16)
+// exactly as bf16_gemv.hpp reads it: oneDNN's BA16a64b2a, f32 rounded to
+// nearest even (any NaN for a NaN), zeros in the padding. Load time only
+// (it reads every weight).
+bool packed_as_bf16_gemv_reads(const dnnl::memory& to, std::int64_t k, std::int64_t n,
+                               const PlainWeights& plain) {
+    const dnnl_memory_desc_t& md = to.get_desc().data;
+    const auto& b = md.format_desc.blocking;
+    const std::int64_t kp = bf16_padded_k(k), np = bf16_padded_n(n);
+    if (md.ndims != 2 || md.data_type != dnnl_bf16 || md.format_kind != dnnl_blocked ||
+        b.inner_nblks != 3 || b.inner_blks[0] != 16 || b.inner_idxs[0] != 0 ||
+        b.inner_blks[1] != kBf16Block || b.inner_idxs[1] != 1 || b.inner_blks[2] != 2 ||
+        b.inner_idxs[2] != 0 || b.strides[0] != kBf16Inputs * kBf16Block ||
+        b.strides[1] != kp * kBf16Block || md.extra.flags != 0 || md.padded_dims[0] != kp ||
+        md.padded_dims[1] != np ||
+        to.get_desc().get_size() != static_cast<std::size_t>(kp * np) * sizeof(std::uint16_t))
+        return false;
+    if (plain.type != dt::f32 && plain.type != dt::bf16) return false;
+    const auto* tile = static_cast<const std::uint16_t*>(to.get_data_handle());
+    for (std::int64_t c = 0; c < np; ++c)
+        for (std::int64_t i = 0; i < kp; ++i) {
+            const std::uint16_t held = tile[bf16_tile_offset(k, i, c)];
+            if (i >= k || c >= n) {
+                if (held != 0) return false;
+                continue;
+            }
+            std::uint16_t want;
+            if (plain.type == dt::f32)
+                to_bf16(static_cast<const float*>(plain.data) + i * n + c, &want, 1);
+            else
+                want = static_cast<const std::uint16_t*>(plain.data)[i * n + c];
+            if (held != want && !(is_nan_bf16(held) && is_nan_bf16(want))) return false;
+        }
+    return true;
+}
+
+std::string own_rows_note(std::int64_t rows) { return rows > 0 ? " (1 row: bf16 gemv)" : ""; }
+
+class Bf16Engine final : public TileEngine {
+public:
+    // Geometry as oneDNN's bf16 engine: the row tiles stay as they were
+    // (4 rows at least for streamed weights), and a one-row tile's padding
+    // rows are computed as oneDNN's would be, from whatever they hold
+    // (computed_rows: own_rows_max 0); our kernel computes the valid row.
+    Bf16Engine(std::int64_t own_rows, Bf16Gemv gemv)
+        : TileEngine(EngineKind::onednn, {2, 2, false}, 0, own_rows_note(own_rows)),
+          onednn_(
+              make_onednn_engine({dt::bf16, dt::bf16, dt::f32}, {2, 2, false}, KernelDemand::fast)),
+          own_rows_(own_rows),
+          gemv_(gemv) {
+        demand_ = KernelDemand::fast;
+    }
+
+    void make_kernels(Phase& first, Phase& second, int min_bucket, bool streamed) override {
+        onednn_->make_kernels(first, second, min_bucket, streamed);
+    }
+    dnnl::memory::desc tile_layout(const Phase& phase, std::int64_t tile) const override {
+        return onednn_->tile_layout(phase, tile);
+    }
+    // oneDNN packs; our kernel takes no tile at all once one is not in its
+    // layout.
+    void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
+              const dnnl::memory& to) override {
+        onednn_->pack(phase, plain, k, n, to);
+        if (own_rows_ > 0 && !packed_as_bf16_gemv_reads(to, k, n, plain)) {
+            own_rows_ = 0;
+            note_.clear();
+        }
+    }
+    void run(const Phase& phase, const TileJob& job, TileWorker& w) const override {
+        const RowTile& t = *job.rows;
+        if (t.rows > own_rows_) return onednn_->run(phase, job, w);
+        gemv_(
+            static_cast<const std::uint16_t*>(phase.tile_data[static_cast<std::size_t>(job.tile)]),
+            phase.k, phase.outputs(job.tile), static_cast<const std::uint16_t*>(job.src), phase.k,
+            t.rows, job.result, job.result_stride);
+    }
+
+private:
+    std::unique_ptr<TileEngine> onednn_;
+    std::int64_t own_rows_;
+    Bf16Gemv gemv_;
+};
+
+}  // namespace
+
+// Our kernel is null without AVX-512: oneDNN's then take every tile.
+std::unique_ptr<TileEngine> make_bf16_engine(std::int64_t own_rows) {
+    const Bf16Gemv gemv = bf16_gemv();
+    return std::make_unique<Bf16Engine>(!gemv ? 0 : own_rows < 0 ? kOwnRowsMax : own_rows, gemv);
+}
+
+}  // namespace swiglu::detail

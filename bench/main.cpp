@@ -218,6 +218,8 @@ void print_help() {
         "  --s8-rows=auto|N  the tallest int8 row tiles on our s8 kernel (CPUs with\n"
         "              AVX512-VNNI; default auto; 0: oneDNN's kernels only), to\n"
         "              measure it against oneDNN's\n"
+        "  --bf16-rows=auto|0|1  whether one-row bf16 tiles run on our kernel (CPUs\n"
+        "              with AVX-512; default auto; 0: oneDNN's kernels only)\n"
         "  --grouped-prefill=auto|never|f32|bf16  which path q8_0 / q4_0 take for\n"
         "              64-row tiles (default auto), to measure the crossover\n"
         "  --probe     print the machine probe (peak f32 FMA, bf16 vdpbf16ps and int8\n"
@@ -339,6 +341,16 @@ int main(int argc, char** argv) {
                 return 1;
             }
             swiglu_bench::build_policy().int8_own_rows = v == "auto" ? -1 : rows;
+        } else if (i > 0 && std::strncmp(argv[i], "--bf16-rows=", 12) == 0) {
+            // One-row bf16 tiles on our kernel or oneDNN's
+            // (swiglu::BuildPolicy::bf16_own_rows).
+            const std::string v = argv[i] + 12;
+            if (v != "auto" && v != "0" && v != "1") {
+                std::fprintf(stderr, "swiglu_bench: --bf16-rows=%s: expected auto, 0 or 1\n",
+                             v.c_str());
+                return 1;
+            }
+            swiglu_bench::build_policy().bf16_own_rows = v == "auto" ? -1 : v == "0" ? 0 : 1;
         } else if (i > 0 && std::strcmp(argv[i], "--profile") == 0) {
             profile = true;
         } else if (i > 0 && std::strcmp(argv[i], "--ridge") == 0) {

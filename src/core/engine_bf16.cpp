@@ -18,11 +18,12 @@ namespace {
 using dt = dnnl::memory::data_type;
 
 // Row tiles with this many valid rows or fewer take our kernel: one. One
-// token's llama7b block, oneDNN's engine against these kernels on our
-// panels (the kernel here reads as they do), one process, alternating:
-// 1.39-1.42x at 1 token, 1.33x at 4, 0.81x at 16 (docs/measurements.md,
-// "bf16 decode"); our kernel reads the tile once per row, so more rows
-// stay with oneDNN's, whose brgemm shares each weight load among them.
+// token's llama7b block against oneDNN's engine on the same tiles, one
+// process, alternating: 1.10-1.29x (1.22-1.29x where the host was quiet);
+// a MoE call's experts 1.09-1.17x (docs/measurements.md, "bf16 decode").
+// Our kernel reads the tile once per row, so more rows stay with oneDNN's,
+// whose brgemm shares each weight load among them (our bf16 panels, which
+// read the same way, ran 0.81x at 16 tokens).
 constexpr std::int64_t kOwnRowsMax = 1;
 
 bool is_nan_bf16(std::uint16_t bits) { return (bits & 0x7F80) == 0x7F80 && (bits & 0x7F) != 0; }

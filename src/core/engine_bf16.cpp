@@ -3,9 +3,9 @@
 // tiles oneDNN packed, once every tile is checked to be in the layout that
 // kernel reads. oneDNN's brgemm reads a tile as one sequential stream;
 // ours reads 4, each prefetched ahead, as the panel kernels do.
-#include <cmath>
 #include <cstdint>
-#include <cstring>
+#include <memory>
+#include <string>
 
 #include "core/engine.hpp"
 #include "kernels/bf16_gemv.hpp"
@@ -16,6 +16,10 @@ namespace swiglu::detail {
 namespace {
 
 using dt = dnnl::memory::data_type;
+
+// As oneDNN's bf16 engine had it: 2 bytes a weight, streamed weights in
+// row tiles of 4 at least (tiling.hpp, min_row_bucket).
+constexpr EngineGeometry kGeometry{2, 2, false};
 
 // Row tiles with this many valid rows or fewer take our kernel: one. One
 // token's llama7b block against oneDNN's engine on the same tiles, one
@@ -68,14 +72,12 @@ std::string own_rows_note(std::int64_t rows) { return rows > 0 ? " (1 row: bf16 
 
 class Bf16Engine final : public TileEngine {
 public:
-    // Geometry as oneDNN's bf16 engine: the row tiles stay as they were
-    // (4 rows at least for streamed weights), and a one-row tile's padding
-    // rows are computed as oneDNN's would be, from whatever they hold
+    // The row tiles stay as they were, and a one-row tile's padding rows
+    // are computed as oneDNN's would be, from whatever they hold
     // (computed_rows: own_rows_max 0); our kernel computes the valid row.
     Bf16Engine(std::int64_t own_rows, Bf16Gemv gemv)
-        : TileEngine(EngineKind::onednn, {2, 2, false}, 0, own_rows_note(own_rows)),
-          onednn_(
-              make_onednn_engine({dt::bf16, dt::bf16, dt::f32}, {2, 2, false}, KernelDemand::fast)),
+        : TileEngine(EngineKind::onednn, kGeometry, 0, own_rows_note(own_rows)),
+          onednn_(make_onednn_engine({dt::bf16, dt::bf16, dt::f32}, kGeometry, KernelDemand::fast)),
           own_rows_(own_rows),
           gemv_(gemv) {
         demand_ = KernelDemand::fast;

@@ -7,7 +7,7 @@
 #include <memory>
 #include <string>
 
-#include "core/engine.hpp"
+#include "core/engine_own_rows.hpp"
 #include "kernels/bf16_gemv.hpp"
 #include "kernels/convert.hpp"
 
@@ -70,38 +70,22 @@ bool packed_as_bf16_gemv_reads(const dnnl::memory& to, std::int64_t k, std::int6
 
 std::string own_rows_note(std::int64_t rows) { return rows > 0 ? " (1 row: bf16 gemv)" : ""; }
 
-class Bf16Engine final : public TileEngine {
+class Bf16Engine final : public OwnRowsEngine {
 public:
-    // The row tiles stay as they were, and a one-row tile's padding rows
-    // are computed as oneDNN's would be, from whatever they hold
-    // (computed_rows: own_rows_max 0); our kernel computes the valid row.
+    // Row tiles of `own_rows` valid rows or fewer (0 or 1) on `gemv`. The
+    // row tiles stay as they were: a streamed block's one-row tile is 4
+    // high (computed_rows: its padding rows' act is computed from whatever
+    // they hold, as with oneDNN's kernels, and never read); our kernel
+    // computes the valid row.
     Bf16Engine(std::int64_t own_rows, Bf16Gemv gemv)
-        : TileEngine(EngineKind::onednn, kGeometry, 0, own_rows_note(own_rows)),
-          onednn_(make_onednn_engine({dt::bf16, dt::bf16, dt::f32}, kGeometry, KernelDemand::fast)),
-          own_rows_(own_rows),
-          gemv_(gemv) {
-        demand_ = KernelDemand::fast;
-    }
+        : OwnRowsEngine(
+              EngineKind::onednn, kGeometry, own_rows, own_rows_note(own_rows), KernelDemand::fast,
+              make_onednn_engine({dt::bf16, dt::bf16, dt::f32}, kGeometry, KernelDemand::fast)),
+          gemv_(gemv) {}
 
-    void make_kernels(Phase& first, Phase& second, int min_bucket, bool streamed) override {
-        onednn_->make_kernels(first, second, min_bucket, streamed);
-    }
-    dnnl::memory::desc tile_layout(const Phase& phase, std::int64_t tile) const override {
-        return onednn_->tile_layout(phase, tile);
-    }
-    // oneDNN packs; our kernel takes no tile at all once one is not in its
-    // layout.
-    void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
-              const dnnl::memory& to) override {
-        onednn_->pack(phase, plain, k, n, to);
-        if (own_rows_ > 0 && !packed_as_bf16_gemv_reads(to, k, n, plain)) {
-            own_rows_ = 0;
-            note_.clear();
-        }
-    }
     void run(const Phase& phase, const TileJob& job, TileWorker& w) const override {
         const RowTile& t = *job.rows;
-        if (t.rows > own_rows_) return onednn_->run(phase, job, w);
+        if (t.rows > own_rows_max_) return onednn_->run(phase, job, w);
         gemv_(
             static_cast<const std::uint16_t*>(phase.tile_data[static_cast<std::size_t>(job.tile)]),
             phase.k, phase.outputs(job.tile), static_cast<const std::uint16_t*>(job.src), phase.k,
@@ -109,8 +93,11 @@ public:
     }
 
 private:
-    std::unique_ptr<TileEngine> onednn_;
-    std::int64_t own_rows_;
+    bool packed_as_ours(const dnnl::memory& to, std::int64_t k, std::int64_t n,
+                        const PlainWeights& plain) const override {
+        return packed_as_bf16_gemv_reads(to, k, n, plain);
+    }
+
     Bf16Gemv gemv_;
 };
 

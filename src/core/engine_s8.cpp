@@ -4,7 +4,7 @@
 // kernel reads; the results are the same exact s32 either way.
 #include <cstdint>
 
-#include "core/engine.hpp"
+#include "core/engine_own_rows.hpp"
 #include "kernels/s8_gemm.hpp"
 
 namespace swiglu::detail {
@@ -55,34 +55,16 @@ std::string own_rows_note(std::int64_t rows) {
     return rows > 0 ? " (1-" + std::to_string(rows) + " rows: s8 kernels)" : "";
 }
 
-class S8Engine final : public TileEngine {
+class S8Engine final : public OwnRowsEngine {
 public:
     // Row tiles up to `own_rows_max` high on `gemm`; streams with one row
     // (tiling.hpp, min_row_bucket: int8's VNNI kernels).
     S8Engine(std::int64_t own_rows_max, S8Gemm gemm)
-        : TileEngine(EngineKind::s8, {1, 1, true}, own_rows_max, own_rows_note(own_rows_max)),
-          onednn_(make_onednn_engine({dt::s8, dt::s8, dt::s32}, {}, KernelDemand::any)),
-          gemm_(gemm) {
-        demand_ = KernelDemand::vnni;
-    }
+        : OwnRowsEngine(EngineKind::s8, {1, 1, true}, own_rows_max, own_rows_note(own_rows_max),
+                        KernelDemand::vnni,
+                        make_onednn_engine({dt::s8, dt::s8, dt::s32}, {}, KernelDemand::any)),
+          gemm_(gemm) {}
 
-    void make_kernels(Phase& first, Phase& second, int min_bucket, bool streamed) override {
-        onednn_->make_kernels(first, second, min_bucket, streamed);
-    }
-    dnnl::memory::desc tile_layout(const Phase& phase, std::int64_t tile) const override {
-        return onednn_->tile_layout(phase, tile);
-    }
-    // oneDNN packs; our kernel takes no tile at all once one is not in its
-    // layout.
-    void pack(const Phase& phase, const PlainWeights& plain, std::int64_t k, std::int64_t n,
-              const dnnl::memory& to) override {
-        onednn_->pack(phase, plain, k, n, to);
-        if (own_rows_max_ > 0 &&
-            !packed_as_s8_gemm_reads(to, k, n, static_cast<const std::int8_t*>(plain.data))) {
-            own_rows_max_ = 0;
-            note_.clear();
-        }
-    }
     void run(const Phase& phase, const TileJob& job, TileWorker& w) const override {
         const RowTile& t = *job.rows;
         if (t.height() > own_rows_max_) return onednn_->run(phase, job, w);
@@ -92,7 +74,11 @@ public:
     }
 
 private:
-    std::unique_ptr<TileEngine> onednn_;
+    bool packed_as_ours(const dnnl::memory& to, std::int64_t k, std::int64_t n,
+                        const PlainWeights& plain) const override {
+        return packed_as_s8_gemm_reads(to, k, n, static_cast<const std::int8_t*>(plain.data));
+    }
+
     S8Gemm gemm_;
 };
 

@@ -32,6 +32,7 @@
 #include <swiglu/swiglu.hpp>
 
 #include "capabilities.hpp"
+#include "common/half.hpp"
 #include "kernels/bf16_gemv.hpp"
 #include "kernels/convert.hpp"
 #include "reference.hpp"
@@ -39,13 +40,6 @@
 using namespace swiglu::detail;
 
 namespace {
-
-float widen(std::uint16_t bits) {
-    const std::uint32_t wide = std::uint32_t{bits} << 16;
-    float v;
-    std::memcpy(&v, &wide, sizeof(v));
-    return v;
-}
 
 std::uint16_t narrow(float v) {
     std::uint16_t bits;
@@ -117,8 +111,8 @@ TEST_CASE("the scalar bf16 kernel computes dot products from the layout within f
                 for (std::int64_t c = 0; c < n; ++c) {
                     double exact = 0, magnitude = 0;
                     for (std::int64_t i = 0; i < k; ++i) {
-                        const double p = double(widen(x[std::size_t(r * ldx + i)])) *
-                                         widen(t.plain[std::size_t(i * n + c)]);
+                        const double p = double(bf16_to_f32(x[std::size_t(r * ldx + i)])) *
+                                         bf16_to_f32(t.plain[std::size_t(i * n + c)]);
                         exact += p;
                         magnitude += std::fabs(p);
                     }

@@ -3,10 +3,12 @@
 // tiles oneDNN packed, once every tile is checked to be in the layout that
 // kernel reads. oneDNN's brgemm reads a tile as one sequential stream;
 // ours reads 4, each prefetched ahead, as the panel kernels do.
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
 
+#include "common/half.hpp"
 #include "core/engine_own_rows.hpp"
 #include "kernels/bf16_gemv.hpp"
 #include "kernels/convert.hpp"
@@ -29,8 +31,6 @@ constexpr EngineGeometry kGeometry{2, 2, false};
 // whose brgemm shares each weight load among them (our bf16 panels, which
 // read the same way, ran 0.81x at 16 tokens).
 constexpr std::int64_t kOwnRowsMax = 1;
-
-bool is_nan_bf16(std::uint16_t bits) { return (bits & 0x7F80) == 0x7F80 && (bits & 0x7F) != 0; }
 
 // Whether `to` holds the (k x n) matrix `plain` (row-major, f32 or bf16)
 // exactly as bf16_gemv.hpp reads it: oneDNN's BA16a64b2a, f32 rounded to
@@ -63,7 +63,8 @@ bool packed_as_bf16_gemv_reads(const dnnl::memory& to, std::int64_t k, std::int6
                 to_bf16(static_cast<const float*>(plain.data) + i * n + c, &want, 1);
             else
                 want = static_cast<const std::uint16_t*>(plain.data)[i * n + c];
-            if (held != want && !(is_nan_bf16(held) && is_nan_bf16(want))) return false;
+            if (held != want && !(std::isnan(bf16_to_f32(held)) && std::isnan(bf16_to_f32(want))))
+                return false;
         }
     return true;
 }

@@ -117,14 +117,16 @@ struct Case {
 };
 // Rows: every pass height up to 8 and past it; columns: partial groups (8)
 // and pairs of groups (16), and runs of two pairs side by side (55: 7
-// groups, the last partial; 100: 13); inputs: a partial super-block alone
-// (1, 7, 255), whole ones, and more than one with a partial last (257, 600,
-// 1100).
+// groups, the last partial), strided passes (grouped_prefetch.hpp: 64 and
+// 60, 8 groups, in 2 passes, 60's last group partial; 100: 13 groups, 12
+// in 3 passes and the partial last alone); inputs: a partial super-block
+// alone (1, 7, 255), whole ones, and more than one with a partial last
+// (257, 600, 1100).
 const Case kCases[] = {{1, 1, 1},     {7, 13, 2},     {255, 7, 3},   {256, 8, 4},   {257, 9, 5},
                        {256, 64, 1},  {512, 55, 1},   {600, 55, 2},  {256, 100, 3}, {300, 55, 10},
                        {341, 33, 7},  {512, 41, 9},   {256, 17, 6},  {768, 48, 16}, {1024, 24, 4},
                        {600, 55, 11}, {1100, 40, 17}, {1100, 24, 3}, {600, 100, 4}, {341, 55, 12},
-                       {512, 16, 8}};
+                       {512, 16, 8},  {512, 60, 1},   {257, 60, 4}};
 
 }  // namespace
 

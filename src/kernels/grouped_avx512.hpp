@@ -41,14 +41,26 @@ inline __m512 pair_f16(const std::uint8_t* p, std::int64_t partner) {
     return _mm512_cvtph_ps(_mm256_inserti128_si256(_mm256_castsi128_si256(lo), hi, 1));
 }
 
-// Columns [c0, c0 + 16) of one output row, clipped to n (a masked store
-// touches no lane past it).
-inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t n) {
-    const std::int64_t left = n - c0;
-    if (left >= 2 * kGroupColumns)
-        _mm512_storeu_ps(row + c0, v);
-    else
-        _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
+// Lanes 0-7 to columns [c0, c0 + 8) of one output row and lanes 8-15 to
+// [c1, c1 + 8) (c1 = c0 + 8: one store of 16; c1 >= n: the lanes of a last
+// group alone, never stored), clipped to n: a masked store touches no lane
+// past it.
+inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t c1, std::int64_t n) {
+    const auto lanes = [](std::int64_t left) {
+        return static_cast<__mmask16>(left >= kGroupColumns ? 0xFF : (1u << left) - 1);
+    };
+    if (c1 == c0 + kGroupColumns) {
+        const std::int64_t left = n - c0;
+        if (left >= 2 * kGroupColumns)
+            _mm512_storeu_ps(row + c0, v);
+        else
+            _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
+        return;
+    }
+    _mm512_mask_storeu_ps(row + c0, lanes(n - c0), v);
+    if (c1 < n)
+        _mm512_mask_storeu_ps(row + c1 - kGroupColumns,
+                              static_cast<__mmask16>(lanes(n - c1) << kGroupColumns), v);
 }
 
 }  // namespace swiglu::detail

@@ -55,7 +55,8 @@ template <GroupedFormat kFormat>
 constexpr int kOnePassRows = kFormat == GroupedFormat::q8_0 ? 8 : kPassRows;
 
 // R rows of y over G pairs of groups from `first` on (pair q: groups at
-// first + 2 q stride and that + partner), columns from c0: per pair, its
+// first + 2 q step strides and that + partner bytes, partner = step
+// strides, or 0 for a last group alone), columns from c0 the same way: per pair, its
 // records in order, one f32 accumulator per row (grouped_gemm.hpp).
 //
 // A block's s32 dot products: lane j of sums[q][r] = sum over the block's
@@ -68,8 +69,8 @@ constexpr int kOnePassRows = kFormat == GroupedFormat::q8_0 ? 8 : kPassRows;
 // is the scalar reference's integer.
 template <GroupedFormat kFormat, int R, int G>
 void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std::int64_t partner,
-           const ActBlock* x, std::int64_t x_stride, float* y, std::int64_t ldy, std::int64_t c0,
-           std::int64_t n) {
+           std::int64_t step, const ActBlock* x, std::int64_t x_stride, float* y, std::int64_t ldy,
+           std::int64_t c0, std::int64_t n) {
     constexpr std::size_t kRecord = record_bytes(kFormat);
     constexpr std::int32_t kOffset = kFormat == GroupedFormat::q8_0 ? 128 : 8;
     __m512 acc[G][R];
@@ -78,9 +79,9 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
     const std::uint8_t* record = first;
     for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
         const std::uint8_t* rq[G];
-        const PrefetchSpan span = next_pass_span(b, kRecord, stride, 2 * G);
+        const PrefetchSpan span = next_pass_span(b, kRecord, stride, step > 1 ? 1 : 2 * G);
         for (int q = 0; q < G; ++q) {
-            rq[q] = record + 2 * q * stride;
+            rq[q] = record + 2 * q * step * stride;
             prefetch_ahead<kFormat>(rq[q], span);
             prefetch_ahead<kFormat>(rq[q] + partner, span);
         }
@@ -131,7 +132,8 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
     }
     for (int q = 0; q < G; ++q)
         for (int r = 0; r < R; ++r)
-            store_pair(acc[q][r], y + r * ldy, c0 + 2 * q * kGroupColumns, n);
+            store_pair(acc[q][r], y + r * ldy, c0 + 2 * q * step * kGroupColumns,
+                       c0 + (2 * q + 1) * step * kGroupColumns, n);
 }
 
 // R rows of y for the whole tile: G pairs at a time, then single pairs,
@@ -141,15 +143,22 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
           std::int64_t x_stride, float* y, std::int64_t ldy) {
     const std::int64_t groups = column_groups(n);
     const std::int64_t stride = nb * static_cast<std::int64_t>(record_bytes(kFormat));
+    // Passes of 2 pairs read 4 streams, strided (grouped_prefetch.hpp); the
+    // groups after the strided passes' go in adjacent passes.
     std::int64_t g = 0;
+    if constexpr (G > 1)
+        g = strided_passes(groups, 2 * G, [&](std::int64_t first, std::int64_t step) {
+            pairs<kFormat, R, G>(tile + first * stride, nb, stride, step * stride, step, x,
+                                 x_stride, y, ldy, first * kGroupColumns, n);
+        });
     for (; g + 2 * G <= groups; g += 2 * G)
-        pairs<kFormat, R, G>(tile + g * stride, nb, stride, stride, x, x_stride, y, ldy,
+        pairs<kFormat, R, G>(tile + g * stride, nb, stride, stride, 1, x, x_stride, y, ldy,
                              g * kGroupColumns, n);
     for (; g + 2 <= groups; g += 2)
-        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, stride, x, x_stride, y, ldy,
+        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, stride, 1, x, x_stride, y, ldy,
                              g * kGroupColumns, n);
     if (g < groups)
-        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, 0, x, x_stride, y, ldy,
+        pairs<kFormat, R, 1>(tile + g * stride, nb, stride, 0, 1, x, x_stride, y, ldy,
                              g * kGroupColumns, n);
 }
 

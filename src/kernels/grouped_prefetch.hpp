@@ -69,6 +69,37 @@ inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int6
     return record + at + (at >= span.left ? span.jump : 0);
 }
 
+// Which column groups a pass reads side by side. A tile's groups lie one
+// after another, each one stream (grouped_layout.hpp). Passes of `streams`
+// adjacent groups (g, g + 1, ...) start `streams` new streams every pass,
+// each a group long (Q4_0 18 KiB at k = 4096, Q4_K 19 KiB), and the next
+// pass's streams sit `streams` groups on. Strided passes read groups i,
+// i + step, i + 2 step, ... (step = groups / streams), and pass i + 1 reads
+// the groups just after them, so each stream runs on through step groups'
+// records, a quarter of the tile with 4 streams, and a prefetch past a
+// group's end falls on the group the same stream reads next
+// (next_pass_span with streams_on = 1). Which groups share a pass never
+// changes what a column computes: the bits stay the same. Decode, the
+// block in one process switching call by call (Zen 5; 2 / 1 threads):
+// llama7b Q4_0 1.14x / 1.11x, Q4_K 1.08-1.13x / 1.00-1.06x, Q8_0 1.05x /
+// 1.04x, Q5_K 0.96-1.05x / 0.87-1.04x, Q6_K 1.00-1.04x / 0.91-0.95x;
+// qwen3moe's experts Q4_0 1.05x / 1.07x, Q4_K 1.20x / 1.14x, Q5_K 1.16x,
+// Q6_K 1.10x / 1.07x. The kernels alone on one core: AVX-512 Q4_0 1.22x,
+// Q8_0 1.11x, Q4_K 1.01x, Q5_K 0.98-1.06x, Q6_K 0.91-0.94x; AVX2 Q4_0
+// 1.48x, Q8_0 1.15x, Q4_K 1.18x, Q6_K 1.04x. One rule for every format:
+// Q6_K loses ~7 % on one thread of a dense block and gains on two and in
+// experts (docs/measurements.md, "Strided passes").
+// Calls pass(first, step) for each strided pass and returns the groups
+// they cover (from 0); none when a step would be under 2 (adjacent passes
+// then read the same groups).
+template <class Pass>
+inline std::int64_t strided_passes(std::int64_t groups, std::int64_t streams, Pass&& pass) {
+    const std::int64_t step = groups / streams;
+    if (step < 2) return 0;
+    for (std::int64_t first = 0; first < step; ++first) pass(first, step);
+    return step * streams;
+}
+
 // Every 64-byte line of the record kPrefetchDistance ahead in its stream
 // (prefetch_target: or in the next pass's).
 template <GroupedFormat kFormat>

@@ -211,7 +211,9 @@ constexpr int kMaxRows = 4;
 
 // R rows of y for the whole tile: per group of 8 columns, its records in
 // order, one f32 accumulator per row and the reference's fmas per
-// super-block. G groups side by side, the last ones (fewer than G) one at a time.
+// super-block. G groups side by side, in strided passes (grouped_prefetch.hpp)
+// and adjacent ones for the groups after them, the last ones (fewer than G)
+// one at a time.
 template <GroupedFormat kFormat, int R, int G = 1>
 void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBlockK* x,
           std::int64_t x_stride, float* y, std::int64_t ldy) {
@@ -219,16 +221,15 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
     const std::int64_t groups = column_groups(n);
     const std::int64_t stride = nb * static_cast<std::int64_t>(kR.bytes);
     const PairControls pc = pair_controls();
-    std::int64_t g = 0;
-    for (; g + G <= groups; g += G) {
+    const auto pass = [&](std::int64_t g, std::int64_t step) {
         const std::uint8_t* record = tile + g * stride;
         __m256 acc[G][R];
         for (int q = 0; q < G; ++q)
             for (int r = 0; r < R; ++r) acc[q][r] = _mm256_setzero_ps();
         for (std::int64_t b = 0; b < nb; ++b, record += kR.bytes) {
-            const PrefetchSpan span = next_pass_span(b, kR.bytes, stride, G);
+            const PrefetchSpan span = next_pass_span(b, kR.bytes, stride, step > 1 ? 1 : G);
             for (int q = 0; q < G; ++q) {
-                const std::uint8_t* rq = record + q * stride;
+                const std::uint8_t* rq = record + q * step * stride;
                 __m256i isum[R], msum[R];
                 super_block_sums<kFormat, R>(rq, x + b, x_stride, pc, span, isum, msum);
                 const __m256 d =
@@ -248,8 +249,11 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
             }
         }
         for (int q = 0; q < G; ++q)
-            for (int r = 0; r < R; ++r) store_group(acc[q][r], y + r * ldy, g + q, n);
-    }
+            for (int r = 0; r < R; ++r) store_group(acc[q][r], y + r * ldy, g + q * step, n);
+    };
+    std::int64_t g = 0;
+    if constexpr (G > 1) g = strided_passes(groups, G, pass);
+    for (; g + G <= groups; g += G) pass(g, 1);
     if constexpr (G > 1)
         if (g < groups)
             rows<kFormat, R, 1>(tile + g * stride, nb, n - g * kGroupColumns, x, x_stride,

@@ -81,7 +81,7 @@ inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int6
 // (next_pass_span with streams_on = 1). Which groups share a pass never
 // changes what a column computes: the bits stay the same. Decode, the
 // block in one process switching call by call (Zen 5; 2 / 1 threads):
-// llama7b Q4_0 1.14x / 1.11x, Q4_K 1.08-1.13x / 1.00-1.06x, Q8_0 1.05x /
+// llama7b Q4_0 1.14x / 1.11x, Q4_K 1.10-1.13x / 1.00-1.06x, Q8_0 1.05x /
 // 1.04x, Q5_K 0.96-1.05x / 0.87-1.04x, Q6_K 1.00-1.04x / 0.91-0.95x;
 // qwen3moe's experts Q4_0 1.05x / 1.07x, Q4_K 1.20x / 1.14x, Q5_K 1.16x,
 // Q6_K 1.10x / 1.07x. The kernels alone on one core: AVX-512 Q4_0 1.22x,

@@ -84,15 +84,16 @@ struct Case {
 // groups; AVX-512: 1-4 rows over 2 pairs, then a pair, then a group alone:
 // 55 columns are 7 groups, the last partial, 100 are 13; 9-17 rows in
 // passes of 4 over 2 pairs and a shorter last one; strided passes,
-// grouped_prefetch.hpp: 64 and 60 columns, 8 groups, 60's last partial,
-// 125: 16 groups, 131: 17, the last alone, 341: 43); columns:
+// grouped_prefetch.hpp: 64 and 60 columns, 8 groups, 60's last partial
+// (Q8_0's 6 rows: over one pair), 125: 16 groups, 131: 17, the last
+// alone, 341: 43); columns:
 // partial groups and pairs; 600 and 1100 inputs (19 and 35 blocks) under
 // passes of every height, more than one of them.
 const Case kCases[] = {{1, 1, 1},     {7, 13, 2},     {13, 7, 3},    {32, 8, 4},    {33, 9, 5},
                        {64, 64, 1},   {40, 55, 1},    {50, 55, 2},   {64, 100, 3},  {70, 55, 10},
                        {341, 131, 7}, {128, 341, 9},  {96, 17, 6},   {64, 48, 16},  {1024, 24, 4},
                        {600, 55, 11}, {1100, 40, 17}, {1100, 24, 3}, {600, 100, 4}, {341, 55, 12},
-                       {64, 60, 1},   {96, 125, 3}};
+                       {64, 60, 1},   {96, 125, 3},   {64, 60, 6}};
 
 // Calls fn(isa, that ISA's kernels of `format`, format, case) for every ISA
 // this build has grouped kernels for and this CPU runs, every format, every case.

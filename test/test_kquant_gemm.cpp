@@ -118,8 +118,9 @@ struct Case {
 // Rows: every pass height up to 8 and past it; columns: partial groups (8)
 // and pairs of groups (16), and runs of two pairs side by side (55: 7
 // groups, the last partial), strided passes (grouped_prefetch.hpp: 64 and
-// 60, 8 groups, in 2 passes, 60's last group partial; 100: 13 groups, 12
-// in 3 passes and the partial last alone); inputs: a partial super-block
+// 60, 8 groups, in 2 passes, 60's last group partial, over one pair in
+// Q5_K's and Q6_K's 4 rows; 100: 13 groups, 12 in 3 passes and the partial
+// last alone; 33 and 55 over one pair at 7 and 10 rows); inputs: a partial super-block
 // alone (1, 7, 255), whole ones, and more than one with a partial last
 // (257, 600, 1100).
 const Case kCases[] = {{1, 1, 1},     {7, 13, 2},     {255, 7, 3},   {256, 8, 4},   {257, 9, 5},

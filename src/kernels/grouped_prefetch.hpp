@@ -86,8 +86,12 @@ inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int6
 // qwen3moe's experts Q4_0 1.05x / 1.07x, Q4_K 1.20x / 1.14x, Q5_K 1.16x,
 // Q6_K 1.10x / 1.07x. The kernels alone on one core: AVX-512 Q4_0 1.22x,
 // Q8_0 1.11x, Q4_K 1.01x, Q5_K 0.98-1.06x, Q6_K 0.91-0.94x; AVX2 Q4_0
-// 1.48x, Q8_0 1.15x, Q4_K 1.18x, Q6_K 1.04x. One rule for every format:
-// Q6_K loses ~7 % on one thread of a dense block and gains on two and in
+// 1.48x, Q8_0 1.15x, Q4_K 1.18x, Q6_K 1.04x. The AVX-512 passes over one
+// pair (2 streams: Q8_0's 5-8 rows, Q5_K's and Q6_K's 3-6) strided too:
+// llama7b Q8_0 at 5-8 tokens 1.01-1.10x (0.98x on one thread), Q6_K at
+// 3-5 tokens 1.08-1.22x, Q5_K 1.03-1.04x; experts Q8_0 at 128 tokens
+// 1.08x, Q6_K at 64 1.18x. One rule for every format: Q6_K loses ~7 % on
+// one thread of a dense block at one token and gains on two and in
 // experts (docs/measurements.md, "Strided passes").
 // Calls pass(first, step) for each strided pass and returns the groups
 // they cover (from 0); none when a step would be under 2 (adjacent passes

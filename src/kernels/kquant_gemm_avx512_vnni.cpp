@@ -324,14 +324,13 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
           std::int64_t x_stride, float* y, std::int64_t ldy) {
     const std::int64_t groups = column_groups(n);
     const std::int64_t stride = nb * static_cast<std::int64_t>(record_bytes(kFormat));
-    // Passes of 2 pairs read 4 streams, strided (grouped_prefetch.hpp); the
-    // groups after the strided passes' go in adjacent passes.
-    std::int64_t g = 0;
-    if constexpr (G > 1)
-        g = strided_passes(groups, 2 * G, [&](std::int64_t first, std::int64_t step) {
-            pairs<kFormat, R, G>(tile + first * stride, nb, stride, step * stride, step, x,
-                                 x_stride, y, ldy, first * kGroupColumns, n);
-        });
+    // A pass's 2 G streams strided (grouped_prefetch.hpp), passes of one
+    // pair as well as of two; the groups after the strided passes' go in
+    // adjacent passes.
+    std::int64_t g = strided_passes(groups, 2 * G, [&](std::int64_t first, std::int64_t step) {
+        pairs<kFormat, R, G>(tile + first * stride, nb, stride, step * stride, step, x, x_stride, y,
+                             ldy, first * kGroupColumns, n);
+    });
     for (; g + 2 * G <= groups; g += 2 * G)
         pairs<kFormat, R, G>(tile + g * stride, nb, stride, stride, 1, x, x_stride, y, ldy,
                              g * kGroupColumns, n);

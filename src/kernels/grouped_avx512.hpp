@@ -42,25 +42,21 @@ inline __m512 pair_f16(const std::uint8_t* p, std::int64_t partner) {
 }
 
 // Lanes 0-7 to columns [c0, c0 + 8) of one output row and lanes 8-15 to
-// [c1, c1 + 8) (c1 = c0 + 8: one store of 16; c1 >= n: the lanes of a last
-// group alone, never stored), clipped to n: a masked store touches no lane
-// past it.
+// [c1, c1 + 8) (c1 = c0 + 8: one store of 16), clipped to n: a masked
+// store touches no lane past it (the lanes of a last group alone, c1 >= n,
+// are never stored).
 inline void store_pair(__m512 v, float* row, std::int64_t c0, std::int64_t c1, std::int64_t n) {
-    const auto lanes = [](std::int64_t left) {
-        return static_cast<__mmask16>(left >= kGroupColumns ? 0xFF : (1u << left) - 1);
+    const auto lanes = [n](std::int64_t c) {
+        const std::int64_t left = n - c;
+        return left >= kGroupColumns ? 0xFFu : left > 0 ? (1u << left) - 1 : 0u;
     };
     if (c1 == c0 + kGroupColumns) {
-        const std::int64_t left = n - c0;
-        if (left >= 2 * kGroupColumns)
-            _mm512_storeu_ps(row + c0, v);
-        else
-            _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>((1u << left) - 1), v);
+        _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>(lanes(c0) | lanes(c1) << 8), v);
         return;
     }
-    _mm512_mask_storeu_ps(row + c0, lanes(n - c0), v);
+    _mm512_mask_storeu_ps(row + c0, static_cast<__mmask16>(lanes(c0)), v);
     if (c1 < n)
-        _mm512_mask_storeu_ps(row + c1 - kGroupColumns,
-                              static_cast<__mmask16>(lanes(n - c1) << kGroupColumns), v);
+        _mm512_mask_storeu_ps(row + c1 - kGroupColumns, static_cast<__mmask16>(lanes(c1) << 8), v);
 }
 
 }  // namespace swiglu::detail

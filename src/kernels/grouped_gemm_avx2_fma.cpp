@@ -102,7 +102,8 @@ void rows(const std::uint8_t* tile, std::int64_t nb, std::int64_t n, const ActBl
         for (int q = 0; q < G; ++q)
             for (int r = 0; r < R; ++r) acc[q][r] = _mm256_setzero_ps();
         for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
-            const PrefetchSpan span = next_pass_span(b, kRecord, stride, step > 1 ? 1 : G);
+            const PrefetchSpan span =
+                next_pass_span(b, kRecord, stride, streams_to_next_pass(step, G));
             for (int q = 0; q < G; ++q) {
                 const std::uint8_t* rq = record + q * step * stride;
                 prefetch_ahead<kFormat>(rq, span);

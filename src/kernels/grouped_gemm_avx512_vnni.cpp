@@ -79,7 +79,8 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
     const std::uint8_t* record = first;
     for (std::int64_t b = 0; b < nb; ++b, record += kRecord) {
         const std::uint8_t* rq[G];
-        const PrefetchSpan span = next_pass_span(b, kRecord, stride, step > 1 ? 1 : 2 * G);
+        const PrefetchSpan span =
+            next_pass_span(b, kRecord, stride, streams_to_next_pass(step, 2 * G));
         for (int q = 0; q < G; ++q) {
             rq[q] = record + 2 * q * step * stride;
             prefetch_ahead<kFormat>(rq[q], span);

@@ -63,6 +63,13 @@ inline PrefetchSpan next_pass_span(std::int64_t b, std::size_t record, std::int6
     return {stride - b * static_cast<std::int64_t>(record), (streams_on - 1) * stride};
 }
 
+// The streams_on of next_pass_span for a pass of `streams` groups `step`
+// apart (strided_passes below): the next pass's stream is the next group
+// when strided, `streams` groups on when adjacent (step 1).
+constexpr std::int64_t streams_to_next_pass(std::int64_t step, std::int64_t streams) {
+    return step > 1 ? 1 : streams;
+}
+
 // Where a prefetch `at` bytes past a record goes.
 inline const std::uint8_t* prefetch_target(const std::uint8_t* record, std::int64_t at,
                                            PrefetchSpan span) {

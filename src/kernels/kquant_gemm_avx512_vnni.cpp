@@ -266,7 +266,8 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
     const std::uint8_t* record = first;
     for (std::int64_t b = 0; b < nb; ++b, record += kL.bytes) {
         const std::uint8_t* rec[G];
-        const PrefetchSpan span = next_pass_span(b, kL.bytes, stride, step > 1 ? 1 : 2 * G);
+        const PrefetchSpan span =
+            next_pass_span(b, kL.bytes, stride, streams_to_next_pass(step, 2 * G));
         for (int q = 0; q < G; ++q) {
             rec[q] = record + 2 * q * step * stride;
             prefetch_ahead<kFormat>(rec[q], span);

@@ -75,6 +75,9 @@ struct TileJob {
     // Inputs [k0, k1) only, adding to result when k0 > 0 (k1 == 0: all of
     // them, one kernel call): engines with input_slices() only.
     std::int64_t k0 = 0, k1 = 0;
+    // Adjacent column tiles from `tile` in this one call, their outputs side
+    // by side in each result row: more than one only on a Phase::joinable.
+    std::int64_t tiles = 1;
 };
 
 // A (k x n) row-major plain weight tile as the numerics hands it to the
@@ -177,6 +180,13 @@ public:
     }
     // Runs one job on the worker's state: every engine runs every row tile.
     virtual void run(const Phase& phase, const TileJob& job, TileWorker& worker) const = 0;
+    // Whether one kernel call may run several of the phase's packed tiles
+    // (TileJob::tiles): they lie back to back, each but the last a whole
+    // layout unit wide, so that together they are one wider tile's bytes.
+    virtual bool joins_tiles(const Phase& phase) const {
+        (void)phase;
+        return false;
+    }
 
 protected:
     EngineKind kind_;

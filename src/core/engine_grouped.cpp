@@ -52,7 +52,9 @@ public:
                      // Tiles are cut as for f32 weights: ~1 MiB of those, a
                      // few hundred KiB of ours, so a decode has enough tasks
                      // to keep many cores busy to the end of each phase
-                     // (llama7b's down phase: 64 tiles, not 21). One row
+                     // (llama7b's down phase: 64 tiles, not 21); where fewer
+                     // threads share a phase, one call runs several
+                     // (joins_tiles, tiling.hpp's joined_tiles). One row
                      // streams a group's records as fast as four
                      // (grouped_gemm_<isa>.cpp). Act is quantised in the
                      // gate|up tile, so its tiles are whole blocks of down's
@@ -107,13 +109,25 @@ public:
         const std::int64_t stride = format_blocks(p.format, phase.k);
         const auto* tile =
             static_cast<const std::uint8_t*>(phase.tile_data[static_cast<std::size_t>(job.tile)]);
+        const std::int64_t n = phase.outputs(job.tile, job.tiles);
         if (p.k_gemm)
-            p.k_gemm(tile, phase.k, phase.outputs(job.tile), static_cast<const ActBlockK*>(job.src),
-                     stride, job.rows->rows, job.result, job.result_stride);
+            p.k_gemm(tile, phase.k, n, static_cast<const ActBlockK*>(job.src), stride,
+                     job.rows->rows, job.result, job.result_stride);
         else
-            p.blocks_gemm(tile, phase.k, phase.outputs(job.tile),
-                          static_cast<const ActBlock*>(job.src), stride, job.rows->rows, job.result,
-                          job.result_stride);
+            p.blocks_gemm(tile, phase.k, n, static_cast<const ActBlock*>(job.src), stride,
+                          job.rows->rows, job.result, job.result_stride);
+    }
+    // A tile is its column groups' record streams one after another, so
+    // tiles of whole groups packed back to back are one wider tile.
+    bool joins_tiles(const Phase& phase) const override {
+        const GroupedFormat format = of(phase).format;
+        for (std::int64_t j = 0; j + 1 < phase.columns.count; ++j) {
+            const auto* end = static_cast<const std::uint8_t*>(phase.tile_data[std::size_t(j)]) +
+                              grouped_tile_bytes(format, phase.k, phase.outputs(j));
+            if (phase.outputs(j) % kGroupColumns != 0 || end != phase.tile_data[std::size_t(j + 1)])
+                return false;
+        }
+        return true;
     }
 
 private:

@@ -38,44 +38,74 @@ struct Chunk {
     int grouped = 1;
     int slots = 0;
     PhaseRunner runner;
+    // Adjacent column tiles per task and kernel call, per phase (join_tiles).
+    std::int64_t joined[kPhases] = {1, 1};
 
-    // One task's matmul: task = column tile * slots + slot (so consecutive
+    // Where a chunk is one row tile (so slots == 1), a joinable phase's
+    // tasks take runs of its tiles (tiling.hpp, joined_tiles), as many as
+    // a worker's result tile holds at this height.
+    void join_tiles(int threads) {
+        if (row_tiles != 1 || batched_tiles != 0) return;
+        const std::int64_t most = kMaxRowTile / std::max<std::int64_t>(1, computed_rows(tiles[0]));
+        for (const Phase* p : {&block.gate_up, &block.down}) {
+            if (!p->joinable) continue;
+            const double tile_bytes =
+                double(p->k) * double(p->outputs(0)) * engine.geometry().bytes_per_weight;
+            joined[static_cast<int>(p->id)] = joined_tiles(
+                p->columns.count, static_cast<std::int64_t>(tile_bytes), threads, most);
+        }
+    }
+
+    // A phase's tasks: its runs of joined column tiles times the slots.
+    std::int64_t tasks(const Phase& phase) const {
+        const std::int64_t span = joined[static_cast<int>(phase.id)];
+        return slots * ((phase.columns.count + span - 1) / span);
+    }
+
+    // One task's matmul: task = column run * slots + slot (so consecutive
     // tasks share a weight tile); the result lands in the worker's tile and
-    // goes to `epilogue` row tile by row tile.
+    // goes to `epilogue` row tile by row tile, column tile by column tile.
     struct TileTask {
         const RowTile& rows;
         std::int64_t c0, width;  // the column tile
         float* result;           // rows.height() x (outputs_per_column * width)
+        std::int64_t ld;         // result's row stride
     };
     template <class Epilogue>
     void matmuls(PhaseId id, std::int64_t task, int worker, Epilogue&& epilogue) {
         const Phase& phase = block.phase(id);
-        const std::int64_t j = task / slots;
+        const std::int64_t span = joined[static_cast<int>(id)];
+        const std::int64_t j = task / slots * span;
+        const std::int64_t count = std::min(span, phase.columns.count - j);
         const int slot = static_cast<int>(task % slots);
-        const std::int64_t n = phase.outputs(j);
         TileWorker& w = ws.workers[static_cast<std::size_t>(worker)];
         if (grouped > 1) {
             for (int i = slot * grouped; i < std::min(row_tiles, (slot + 1) * grouped); ++i)
-                matmul(phase, id, j, n, i, 1, w, epilogue);
+                matmul(phase, id, j, count, i, 1, w, epilogue);
             return;
         }
         // Slot 0 takes every batched tile (rows [0, 64 batched_tiles)).
         const int first = slot == 0 ? 0 : slot + (batched_tiles > 0 ? batched_tiles - 1 : 0);
-        matmul(phase, id, j, n, first, slot == 0 && batched_tiles > 0 ? batched_tiles : 1, w,
+        matmul(phase, id, j, count, first, slot == 0 && batched_tiles > 0 ? batched_tiles : 1, w,
                epilogue);
     }
-    // Row tiles [first, first + count) of column tile j as one job.
+    // Row tiles [first, first + rows) of column tiles [j, j + count) as one job.
     template <class Epilogue>
-    void matmul(const Phase& phase, PhaseId id, std::int64_t j, std::int64_t n, int first,
-                int count, TileWorker& w, Epilogue& epilogue) {
+    void matmul(const Phase& phase, PhaseId id, std::int64_t j, std::int64_t count, int first,
+                int rows, TileWorker& w, Epilogue& epilogue) {
         const RowTile& t = tiles[first];
-        engine.run(
-            phase,
-            TileJob{static_cast<int>(id), j, &t, count, mode.src(id, x, t, ws), w.tile.data(), n},
-            w);
-        for (int r = 0; r < count; ++r)
-            epilogue(TileTask{tiles[first + r], phase.columns.begin(j), phase.columns.size(j),
-                              w.tile.data() + r * kMaxRowTile * n});
+        const std::int64_t n = phase.outputs(j, count);
+        TileJob job{static_cast<int>(id), j, &t, rows, mode.src(id, x, t, ws), w.tile.data(), n};
+        job.tiles = count;
+        engine.run(phase, job, w);
+        for (int r = 0; r < rows; ++r)
+            for (std::int64_t i = j; i < j + count; ++i) {
+                const std::int64_t c0 = phase.columns.begin(i);
+                const std::int64_t offset =
+                    (c0 - phase.columns.begin(j)) * phase.outputs_per_column;
+                epilogue(TileTask{tiles[first + r], c0, phase.columns.size(i),
+                                  w.tile.data() + r * kMaxRowTile * n + offset, n});
+            }
     }
 
     // The rows of a tile its matmuls compute, and so the rows SiLU*up and
@@ -92,11 +122,11 @@ struct Chunk {
 
     template <bool kTraced>
     void gate_up_epilogue(const TileTask& task) {
-        const auto& [t, c0, width, tile] = task;
+        const auto& [t, c0, width, tile, ld] = task;
         const std::int64_t f = block.f;
         for (std::int64_t r = 0; r < computed_rows(t); ++r) {
             const std::int64_t row = t.row0 + r;
-            float* g = tile + r * 2 * width;  // [gate | up] of this row
+            float* g = tile + r * ld;  // [gate | up] of this row
             float* act = mode.gate_up_row(g, width, c0, row, ws);
             const auto n = static_cast<std::size_t>(width);
             const bool traced = kTraced && r < t.rows;
@@ -122,7 +152,7 @@ struct Chunk {
 
     void down(std::int64_t task, int worker) {
         matmuls(PhaseId::down, task, worker, [this](const TileTask& tile) {
-            mode.down_out(tile.result, tile.width, tile.c0, tile.rows, y, ws);
+            mode.down_out(tile.result, tile.ld, tile.width, tile.c0, tile.rows, y, ws);
         });
     }
 
@@ -169,9 +199,10 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
 
         ThreadPool* use =
             pool && 6.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
-        chunk.run<&Chunk::gate_up<kTraced>>(use, chunk.slots * block.gate_up.columns.count);
+        chunk.join_tiles(use ? use->threads() : 1);
+        chunk.run<&Chunk::gate_up<kTraced>>(use, chunk.tasks(block.gate_up));
         if (mode.has_act_step()) chunk.run<&Chunk::act_step>(use, chunk.row_tiles);
-        chunk.run<&Chunk::down>(use, chunk.slots * block.down.columns.count);
+        chunk.run<&Chunk::down>(use, chunk.tasks(block.down));
     }
 }
 

@@ -21,6 +21,8 @@ struct TraceSink {
 //   phase 1, tasks = row tile x f-column tile: x @ [Wg|Wu] tile into the
 //            thread's tile, then SiLU(gate)*up into act while it is in cache;
 //   phase 2, tasks = row tile x d-column tile: act @ Wd tile into y.
+// With one row tile, a task may take a run of adjacent column tiles in one
+// kernel call (Phase::joinable, tiling.hpp's joined_tiles).
 // `pool` null runs everything on this thread (workspace with >= 1 worker);
 // otherwise the workspace has pool->threads() workers. y may equal x.
 void run_block(const PackedBlock& block, Workspace& workspace, ThreadPool* pool, const float* x,

@@ -21,10 +21,10 @@ float* Numerics::gate_up_row(float*, std::int64_t, std::int64_t c0, std::int64_t
     return f32_act(row, c0, ws);
 }
 
-void Numerics::down_out(const float* tile, std::int64_t width, std::int64_t c0, const RowTile& t,
-                        float* y, const Workspace&) const {
+void Numerics::down_out(const float* tile, std::int64_t ld, std::int64_t width, std::int64_t c0,
+                        const RowTile& t, float* y, const Workspace&) const {
     // Only the valid rows: a padded tile's extra rows are dropped here.
-    copy_rows(tile, width, y + t.row0 * d_ + c0, d_, t.rows, width);
+    copy_rows(tile, ld, y + t.row0 * d_ + c0, d_, t.rows, width);
 }
 
 void Numerics::copy_rows(const float* from, std::int64_t from_stride, float* to,

@@ -89,10 +89,11 @@ public:
         (void)act, (void)width, (void)c0, (void)row, (void)ws;
     }
 
-    // The down epilogue: the valid rows of a (height x width) result tile of
-    // output columns [c0, c0 + width) into y (row stride d). By default a copy.
-    virtual void down_out(const float* tile, std::int64_t width, std::int64_t c0, const RowTile& t,
-                          float* y, const Workspace& ws) const;
+    // The down epilogue: the valid rows of a (height x width) result tile
+    // (row stride ld) of output columns [c0, c0 + width) into y (row stride
+    // d). By default a copy.
+    virtual void down_out(const float* tile, std::int64_t ld, std::int64_t width, std::int64_t c0,
+                          const RowTile& t, float* y, const Workspace& ws) const;
 
     // The f32 act buffer (Workspace::act) at (row, column c0).
     float* f32_act(std::int64_t row, std::int64_t c0, const Workspace& ws) const;

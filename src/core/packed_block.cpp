@@ -128,6 +128,7 @@ void PackedBlock::pack(const WeightSource& gate_w, const WeightSource& up_w,
         pack_tile(PhaseId::gate_up, gate_up, j, gate_and_up, 2);
     for (std::int64_t j = 0; j < down.columns.count; ++j)
         pack_tile(PhaseId::down, down, j, down_only, 1);
+    for (Phase* p : {&gate_up, &down}) p->joinable = engine->joins_tiles(*p);
 }
 
 void PackedBlock::describe() {

@@ -24,6 +24,7 @@ struct Phase {
     std::int64_t outputs_per_column = 1;   // 2 for gate|up: a tile holds both
     std::vector<dnnl::memory> tiles;       // packed weights, one per column tile (in an arena)
     std::vector<const void*> tile_data;    // their bytes, for our own kernels
+    bool joinable = false;                 // TileEngine::joins_tiles, once packed
     MatmulKernel kernels[2][kRowBuckets];  // [last tile is narrower][row bucket]; oneDNN engines
     // The prefill engine's kernels: [tail][i] runs (i + 1) full 64-row tiles
     // at once on plain unpacked weights, so that oneDNN packs them for its
@@ -36,6 +37,12 @@ struct Phase {
     // Output columns of a tile: both halves for gate|up.
     std::int64_t outputs(std::int64_t tile) const {
         return columns.size(tile) * outputs_per_column;
+    }
+    // Output columns of `count` adjacent tiles from `tile` (TileJob::tiles).
+    std::int64_t outputs(std::int64_t tile, std::int64_t count) const {
+        const std::int64_t last = tile + count - 1;
+        return (columns.begin(last) + columns.size(last) - columns.begin(tile)) *
+               outputs_per_column;
     }
     // The kernel that picked the packed layout: 64 rows, full-width tile.
     const MatmulKernel& top() const { return kernels[0][kRowBuckets - 1]; }

@@ -31,6 +31,15 @@ ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_col
     return plan_columns(columns, bytes_per_column, ceil_div(phase_bytes, 2), multiple);
 }
 
+std::int64_t joined_tiles(std::int64_t tiles, std::int64_t tile_bytes, int threads,
+                          std::int64_t most) {
+    std::int64_t span = tiles;
+    if (threads > 1)
+        span = std::min(kJoinedBytes / std::max<std::int64_t>(1, tile_bytes),
+                        tiles / (kJoinedTasksPerThread * threads));
+    return std::clamp<std::int64_t>(std::min(span, most), 1, std::max<std::int64_t>(1, tiles));
+}
+
 bool weights_stream_from_dram(std::int64_t weight_bytes) {
     constexpr std::int64_t kCacheResident = std::int64_t{8} << 20;
     return weight_bytes > kCacheResident;

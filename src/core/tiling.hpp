@@ -58,6 +58,22 @@ inline constexpr std::int64_t kSplitPhaseBytes = std::int64_t{384} << 10;
 ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_column, bool cached,
                                 std::int64_t multiple = 64);
 
+// Adjacent column tiles one task runs as one kernel call, where an engine's
+// tiles join (Phase::joinable) and a chunk is one row tile (decode): a
+// call's passes start their streams cold and its last pass has no next one
+// to prefetch into (kernels/grouped_prefetch.hpp), and the grouped formats'
+// tiles are cut as f32's (EngineGeometry): Q4_0 one token, one thread,
+// tiles of 144-162 KiB streamed 1.2-1.3x slower than ~600 KiB ones
+// (docs/measurements.md). One thread runs the phase's tiles `most` at a
+// time (what its result tile holds); a pool, tiles of about kJoinedBytes
+// together while that leaves each thread kJoinedTasksPerThread tasks for
+// the end of the phase. The same bits whatever it returns: which tiles share
+// a call changes no column's sums.
+inline constexpr std::int64_t kJoinedBytes = std::int64_t{1} << 20;
+inline constexpr std::int64_t kJoinedTasksPerThread = 8;
+std::int64_t joined_tiles(std::int64_t tiles, std::int64_t tile_bytes, int threads,
+                          std::int64_t most);
+
 // Row tiles: primitives exist for heights 4, 8, 16, 32, 64 only (a handful
 // serve every token count). Rows are cut into 64-row tiles, then smaller
 // powers of two; the last few rows are padded up to the next height when that

@@ -1,7 +1,9 @@
 // How the block is cut into tasks. Tiles depend only on the shape (d, f) and
 // the token count, never on the thread count: each output element is then
 // computed by the same primitive in the same order whatever the threads, so
-// results are bit-identical for any thread count.
+// results are bit-identical for any thread count. (How many adjacent tiles
+// one call of our own kernels runs, joined_tiles, does depend on it: those
+// kernels give each column the same sums whatever the call's width.)
 #pragma once
 
 #include <cstdint>

@@ -76,9 +76,8 @@ public:
     void down_out(const float* tile, std::int64_t ld, std::int64_t width, std::int64_t c0,
                   const RowTile& t, float* y, const Workspace& ws) const override {
         for (std::int64_t r = 0; r < t.rows; ++r)
-            dequantize(tile + r * ld, y + (t.row0 + r) * d() + c0,
-                       static_cast<std::size_t>(width), ws.act_scale.data()[t.row0 + r],
-                       down_scales_.data() + c0);
+            dequantize(tile + r * ld, y + (t.row0 + r) * d() + c0, static_cast<std::size_t>(width),
+                       ws.act_scale.data()[t.row0 + r], down_scales_.data() + c0);
     }
 
 private:

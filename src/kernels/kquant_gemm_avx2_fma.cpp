@@ -202,11 +202,19 @@ template <GroupedFormat kFormat, int R>
     }
 }
 
-// Groups a 1-row pass (decode) reads side by side, as Q4_0's kernel: on a
-// k = 4096, n = 22016 decode (Zen 5, one core) 4 streams read Q4_K at
-// 0.95-1.14x Q4_0's GB/s, 2 at about 0.8x. Rows per pass: 4, 5 and 6 gave
-// the same M = 64 rate within the shared machine's noise.
-constexpr int kDecodeGroups = 4;
+// Groups a 1-row pass (decode) reads side by side. First 4, as Q4_0's
+// kernel (the kernel alone on a k = 4096, n = 22016 decode, Zen 5, one
+// core: 4 streams read Q4_K at 0.95-1.14x Q4_0's GB/s, 2 at about 0.8x).
+// Since the strided passes and the joined tiles, the block reads 2 faster:
+// this kernel forced on the same Zen 5, the block in one process switching
+// call by call (medians of 16 rounds; 1 / 2 threads), llama7b one token
+// Q4_K 1.23x / 1.42x, Q5_K 1.11x / 1.46x, Q6_K 1.02x / 1.25x (one group:
+// 0.98-1.49x); qwen3moe's experts Q4_K 1.33x / 1.33x, Q6_K 1.39x / 1.30x.
+// Q4_0's and Q8_0's AVX2 kernel keeps its 4 and 2 (the others there:
+// 0.76-0.93x). Not measured on an AVX2-only CPU (docs/measurements.md,
+// "Q6_K's decode over one pair"). Rows per pass: 4, 5 and 6 gave the same
+// M = 64 rate within the shared machine's noise.
+constexpr int kDecodeGroups = 2;
 constexpr int kMaxRows = 4;
 
 // R rows of y for the whole tile: per group of 8 columns, its records in

@@ -316,11 +316,11 @@ void pairs(const std::uint8_t* first, std::int64_t nb, std::int64_t stride, std:
 // pairs ran slower than over one, the block in one process switching call
 // by call (Zen 5, medians of 12-20 rounds; 2 / 1 threads): llama7b 1 token
 // 1.11x / 1.10x, 2 tokens 1.18x / 1.09x; qwen3moe's experts 1.11x /
-// 1.25x, OLMoE's 1.20x, mixtral's 1.11x. Q5_K (0.96x) and Q4_K (0.97x /
-// 1.02x) keep 2 pairs. Why Q6_K alone is not known (no counters in this
-// VM): its 2-pair pass moves zmm registers through the stack 17 times a
-// super-block, but Q5_K's 15 times and it still gains from 2 pairs
-// (docs/measurements.md, "Q6_K's decode over one pair").
+// 1.25x, OLMoE's 1.20x, mixtral's 1.11x. Over one pair Q5_K read 0.96x
+// and Q4_K 0.97x / 1.02x: they keep 2. Why Q6_K alone is not known (no
+// counters in this VM): its 2-pair pass moves zmm registers through the
+// stack 17 times a super-block, but Q5_K's 15 times and it still gains
+// from 2 pairs (docs/measurements.md, "Q6_K's decode over one pair").
 template <GroupedFormat kFormat>
 constexpr int kPassRows = kFormat == GroupedFormat::q4_k ? 4 : 6;
 template <GroupedFormat kFormat>

@@ -1,18 +1,19 @@
 // The bf16 mode's one-row kernel (kernels/bf16_gemv.hpp):
 //  - the scalar reference against double dot products of a row-major
 //    matrix placed in the layout by hand, within the bound of its f32
-//    sums: each of the 4 segments a recursive sum of at most k exact
-//    products, then 3 adds, so |y - exact| <= (k + 3) 2^-24 sum |w x|
-//    (to first order; the bound used, (k + 4) 2^-24 sum |w x|, covers the
-//    second-order terms for every k here);
+//    sum: one recursive sum of k exact products, so |y - exact| <=
+//    (k - 1) 2^-24 sum |w x| to first order (the bound used, (k + 4)
+//    2^-24 sum |w x|, covers the second-order terms for every k here);
 //  - the layout: the reference reads oneDNN's own BA16a64b2a reorder of a
 //    matrix as the matrix;
 //  - this CPU's kernel (AVX-512) against the scalar one, bit for bit (NaN
 //    for NaN), over many shapes: 1, 2, 7, 13, 31-33, 64, 127-129, 341,
-//    1000 and 4100 inputs (k no multiple of 2, of 32, fewer blocks than
-//    segments, segments of unequal length); 1..341 columns (a partial
-//    vector, one block, several, a partial last one); 1-3 rows; and x and
-//    weights holding NaN, +-inf and zeros;
+//    1000 and 4100 inputs (k no multiple of 2, of 32); 1..1000 columns (a
+//    partial vector, one block, fewer blocks than the kernel's runs, runs
+//    of unequal length, a partial last block); 1-3 rows; and x and weights
+//    holding NaN, +-inf and zeros;
+//  - tiles joined: one call over tiles packed back to back gives the bits
+//    of calls tile by tile (core/engine_bf16.cpp joins them);
 //  - on a CPU where oneDNN packs bf16 for its brgemm, bf16 blocks take it
 //    for one-token calls (the tiles passed the engine's layout check),
 //    stay within bf16's bound of the fp64 block there, and give oneDNN's
@@ -156,7 +157,7 @@ TEST_CASE("this CPU's bf16 kernel matches the scalar one bit for bit") {
     }
     std::mt19937 rng(7);
     const std::int64_t ks[] = {1, 2, 7, 13, 31, 32, 33, 64, 127, 128, 129, 341, 1000, 4100};
-    const std::int64_t ns[] = {1, 7, 16, 17, 63, 64, 65, 130, 341};
+    const std::int64_t ns[] = {1, 7, 16, 17, 63, 64, 65, 130, 256, 320, 341, 449, 1000};
     for (bool special : {false, true})
         for (std::int64_t k : ks)
             for (std::int64_t n : ns) {
@@ -175,6 +176,31 @@ TEST_CASE("this CPU's bf16 kernel matches the scalar one bit for bit") {
                         REQUIRE(same_bits_or_both_nan(ours[i], ref[i]));
                 }
             }
+}
+
+TEST_CASE("one call over tiles packed back to back gives the bits of calls tile by tile") {
+    // Tiles of whole column blocks but the last: as the engine joins them.
+    std::mt19937 rng(13);
+    for (std::int64_t k : {7, 100, 1000}) {
+        CAPTURE(k);
+        const std::int64_t n = 600, widths[] = {128, 64, 192, 216};
+        const Bf16Tile t(k, n, rng);
+        const auto x = random_bf16(std::size_t(k), rng);
+        const auto joined = run(bf16_gemv_scalar(), t, x, k, 1);
+        for (const Bf16Gemv gemv : {bf16_gemv_scalar(), bf16_gemv()}) {
+            if (!gemv) continue;
+            std::vector<float> y(std::size_t(n), -7.0f);
+            std::int64_t c0 = 0;
+            for (std::int64_t w : widths) {
+                gemv(t.packed.data() + c0 * bf16_padded_k(k), k, w, x.data(), k, 1, y.data() + c0,
+                     n);
+                c0 += w;
+            }
+            REQUIRE(c0 == n);
+            for (std::int64_t c = 0; c < n; ++c)
+                REQUIRE(same_bits_or_both_nan(y[std::size_t(c)], joined[std::size_t(c)]));
+        }
+    }
 }
 
 TEST_CASE("bf16 blocks take the kernel for one token, and oneDNN's bits for more") {

@@ -187,6 +187,13 @@ public:
         (void)phase;
         return false;
     }
+    // Whether a joinable phase's tiles join for a chunk of this one row
+    // tile: false where its rows go to kernels that run one tile a call
+    // (oneDNN's, under an engine whose own kernel joins).
+    virtual bool joins_for(const RowTile& t) const {
+        (void)t;
+        return true;
+    }
 
 protected:
     EngineKind kind_;

@@ -89,9 +89,24 @@ public:
         if (t.rows > own_rows_max_) return onednn_->run(phase, job, w);
         gemv_(
             static_cast<const std::uint16_t*>(phase.tile_data[static_cast<std::size_t>(job.tile)]),
-            phase.k, phase.outputs(job.tile), static_cast<const std::uint16_t*>(job.src), phase.k,
-            t.rows, job.result, job.result_stride);
+            phase.k, phase.outputs(job.tile, job.tiles), static_cast<const std::uint16_t*>(job.src),
+            phase.k, t.rows, job.result, job.result_stride);
     }
+    // oneDNN's tiles of whole column blocks packed back to back are one
+    // wider tile's bytes (bf16_gemv.hpp's layout), for our kernel to read
+    // as one: its runs of blocks are longer streams (bf16_gemv_avx512.cpp).
+    bool joins_tiles(const Phase& phase) const override {
+        if (own_rows_max_ == 0) return false;
+        const std::int64_t kp = bf16_padded_k(phase.k);
+        for (std::int64_t j = 0; j + 1 < phase.columns.count; ++j) {
+            const auto* end = static_cast<const std::uint16_t*>(phase.tile_data[std::size_t(j)]) +
+                              kp * phase.outputs(j);
+            if (phase.outputs(j) % kBf16Block != 0 || end != phase.tile_data[std::size_t(j + 1)])
+                return false;
+        }
+        return true;
+    }
+    bool joins_for(const RowTile& t) const override { return t.rows <= own_rows_max_; }
 
 private:
     bool packed_as_ours(const dnnl::memory& to, std::int64_t k, std::int64_t n,

@@ -45,7 +45,7 @@ struct Chunk {
     // tasks take runs of its tiles (tiling.hpp, joined_tiles), as many as
     // a worker's result tile holds at this height.
     void join_tiles(int threads) {
-        if (row_tiles != 1 || batched_tiles != 0) return;
+        if (row_tiles != 1 || batched_tiles != 0 || !engine.joins_for(tiles[0])) return;
         const std::int64_t most = kMaxRowTile / std::max<std::int64_t>(1, computed_rows(tiles[0]));
         for (const Phase* p : {&block.gate_up, &block.down}) {
             if (!p->joinable) continue;

@@ -15,16 +15,16 @@
 // so one 32-bit lane holds one column's 2 inputs, the even one in its low
 // half: a shift or a mask widens each to f32.
 //
-// Numerics, the same bits on every ISA: for each row m and column c, the
-// kb = kp / 32 blocks of 32 inputs in 4 segments, segment j blocks
-// [kb j / 4, kb (j + 1) / 4) (so a kernel reads 4 streams of a block
-// column at once, as our panel kernels read 4 panels):
-//   s_j = 0; for each input i < k of segment j, in order:
-//     s_j = fma(w[i][c], x[m][i], s_j)      (the product is exact in f32)
-//   y[m][c] = ((s_0 + s_1) + s_2) + s_3
-// in f32, w and x widened exactly from bf16. oneDNN's kernels add in an
-// order of their own, so a row's bits differ (in the last places) from
-// what oneDNN's gives the same row in a call of more rows.
+// Numerics, the same bits on every ISA: for each row m and column c, one
+// chain over the inputs in order,
+//   s = 0; for each input i < k: s = fma(w[i][c], x[m][i], s)
+//   y[m][c] = s
+// in f32, w and x widened exactly from bf16 (each product exact). So a
+// column's bits do not depend on which columns share a call: tiles joined
+// into one call (core/engine_bf16.cpp) give the bits of tiles called one
+// by one. oneDNN's kernels add in an order of their own, so a row's bits
+// differ (in the last places) from what oneDNN's gives the same row in a
+// call of more rows.
 #pragma once
 
 #include <cstdint>
@@ -35,7 +35,9 @@ namespace swiglu::detail {
 
 inline constexpr std::int64_t kBf16Block = 64;   // columns per block, and n's padding
 inline constexpr std::int64_t kBf16Inputs = 32;  // inputs per block of a column block: k's padding
-inline constexpr int kBf16Segments = 4;
+// Runs of consecutive column blocks a kernel reads side by side: 4 DRAM
+// streams per core (bf16_gemv_avx512.cpp).
+inline constexpr int kBf16Runs = 4;
 
 constexpr std::int64_t bf16_padded_k(std::int64_t k) {
     return (k + kBf16Inputs - 1) / kBf16Inputs * kBf16Inputs;
@@ -48,8 +50,6 @@ constexpr std::int64_t bf16_tile_offset(std::int64_t k, std::int64_t i, std::int
     return c / kBf16Block * bf16_padded_k(k) * kBf16Block + i / 2 * 2 * kBf16Block +
            c % kBf16Block * 2 + i % 2;
 }
-// The first block of segment j (0..4) of a column block of kb blocks.
-constexpr std::int64_t bf16_segment_begin(std::int64_t kb, int j) { return kb * j / kBf16Segments; }
 
 // y (rows x n, row stride ldy) = x (rows x k bf16, row stride ldx) @ W for
 // a (k x n) tile in the layout above. Reads inputs [0, k) of x's rows only.

@@ -12,9 +12,10 @@
 // side (each line prefetched 1 KiB ahead), whose streams restart every
 // quarter block: 32 KiB at qwen3moe's experts (k = 2048), 128 KiB at
 // llama7b's gate|up. qwen3moe's experts, one token, one process switching
-// call by call: 1.10-1.16x on 2 threads, 1.10-1.20x on one; a prefetch 1
-// KiB ahead 1.07-1.11x / 1.05-1.10x; llama7b's block level (0.95-1.09x)
-// (docs/measurements.md, "bf16's one row in runs of column blocks").
+// call by call, three runs: 1.10-1.16x on 2 threads, 1.10-1.20x on one
+// (1.02-1.09x in a first); with a prefetch 1 KiB ahead 1.03-1.11x /
+// 1.05-1.10x; llama7b's block level (0.95-1.09x) (docs/measurements.md,
+// "bf16's one row in runs of column blocks").
 //
 // GCC 12's _mm512_slli_epi32 starts from a deliberately undefined register
 // and then warns that it "may be used uninitialized" once inlined (GCC bug

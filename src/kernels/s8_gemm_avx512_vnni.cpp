@@ -55,6 +55,15 @@ void shift_chunk(const std::int8_t* x, std::int64_t ldx, std::int64_t rows, std:
     }
 }
 
+// out[0, 16) = base[0, 16) + acc, the first `left` lanes only (a block's
+// last vector may hold fewer of the n columns).
+inline void store_sums(std::int32_t* out, const std::int32_t* base, __m512i acc,
+                       std::int64_t left) {
+    const auto mask = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
+    _mm512_mask_storeu_epi32(out, mask,
+                             _mm512_add_epi32(_mm512_maskz_loadu_epi32(mask, base), acc));
+}
+
 // One pass of R rows (x shifted, rows kChunkInputs apart) over steps
 // [s0, s1) of a block (its 64 columns from c0, clipped to n): y gets the
 // chunk's sums (`add`: added to what it holds; the first chunk adds the
@@ -101,29 +110,33 @@ void chunk_rows(const std::int8_t* block, std::int64_t s0, std::int64_t s1, cons
         for (int q = 0; q < kVectors; ++q) {
             const std::int64_t left = n - c0 - 16 * q;
             if (left <= 0) break;
-            const auto mask = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
             std::int32_t* out = y + r * ldy + c0 + 16 * q;
-            const __m512i base = _mm512_maskz_loadu_epi32(mask, add ? out : compensation + 16 * q);
-            _mm512_mask_storeu_epi32(out, mask, _mm512_add_epi32(base, acc[r][q]));
+            store_sums(out, add ? out : compensation + 16 * q, acc[r][q], left);
         }
 }
 
-// One row (a decode's token): a block's steps in kSegments segments read
-// side by side, so that a core streams 4 weight sequences, as bf16's
-// one-row kernel reads the same family of oneDNN tiles
-// (bf16_gemv_avx512.cpp), instead of one block front to back. The sums
-// are exact integers, so the bits are those of the passes above. Each
-// step prefetches its 4 lines 1 KiB ahead in its segment. llama7b one
-// token, the block in one process against the passes above (Zen 5, 1 / 2
-// threads): 1.10-1.14x / 1.15x; without the prefetch 1.18x / 1.09x, 2 KiB
-// ahead 1.10x / 1.16x (docs/measurements.md, twenty-sixth session).
-constexpr int kSegments = 4;
-constexpr std::int64_t kSegmentAhead = 1024;
+// One row (a decode's token): the tile's steps, block after block and
+// each block front to back (its bytes in order), cut into kPieces equal
+// pieces read side by side: 4 weight streams a core, each one sequential
+// read through its piece whatever the tile's width, as bf16's one-row
+// kernel reads the same family of oneDNN tiles (bf16_gemv_avx512.cpp).
+// A piece's sums go to y at the end of each block it covers (y starts as
+// the compensation); the sums are exact integers, so the bits are those
+// of the passes above. Each step prefetches its 4 lines 1 KiB ahead.
+// Pieces against 4 segments of each block (whose streams restarted every
+// quarter block: 64 KiB at llama7b's gate|up, 32 KiB at qwen3moe's),
+// one process switching call by call (Zen 5, 1 / 2 threads): llama7b one
+// token 1.03x / 1.05x, qwen3moe's experts 1.14x / 1.13x, glass 1.17x /
+// 1.19x, cyber level; the segments against each block front to back
+// 1.10-1.14x / 1.15x (docs/measurements.md, twenty-sixth and
+// twenty-seventh sessions).
+constexpr int kPieces = 4;
+constexpr std::int64_t kPieceAhead = 1024;
 
-inline void segment_step(const std::int8_t* w, const std::uint8_t* x4, __m512i (&acc)[kVectors]) {
+inline void piece_step(const std::int8_t* w, const std::uint8_t* x4, __m512i (&acc)[kVectors]) {
 #pragma GCC unroll 4
     for (int q = 0; q < kVectors; ++q)
-        _mm_prefetch(reinterpret_cast<const char*>(w) + 64 * q + kSegmentAhead, _MM_HINT_T0);
+        _mm_prefetch(reinterpret_cast<const char*>(w) + 64 * q + kPieceAhead, _MM_HINT_T0);
     std::int32_t four;
     std::memcpy(&four, x4, sizeof(four));
     const __m512i b = _mm512_set1_epi32(four);
@@ -135,53 +148,74 @@ inline void segment_step(const std::int8_t* w, const std::uint8_t* x4, __m512i (
 void one_row(const std::int8_t* tile, std::int64_t k, std::int64_t n, const std::int8_t* x,
              std::int32_t* y) {
     const std::int64_t kp = s8_padded(k), steps = (k + 3) / 4;
+    const std::int64_t total = (n + kS8Block - 1) / kS8Block * steps;
     const std::int32_t* compensation = s8_tile_compensation(tile, k, n);
-    // Segment j: steps [begin[j], end[j]); lengths differ by at most one.
-    std::int64_t begin[kSegments], end[kSegments];
-    for (int j = 0; j < kSegments; ++j) {
-        begin[j] = steps * j / kSegments;
-        end[j] = steps * (j + 1) / kSegments;
-    }
-    // x + 128 for a chunk of each segment at a time: 1 KiB on the stack
-    // whatever k is.
+    for (std::int64_t c = 0; c < n; c += 16)
+        store_sums(y + c, compensation + c, _mm512_setzero_si512(), n - c);
+    // Piece j: steps [at[j], end[j]) of the tile (step g: block g / steps,
+    // its step g % steps); lengths differ by at most one. Each piece reads
+    // a chunk at a time, x + 128 for it in xs[j] (1 KiB on the stack
+    // whatever k is); a chunk ends at its block's end. The pieces step
+    // together until one's chunk ends, so that all 4 streams stay in
+    // flight.
     constexpr std::int64_t kChunkSteps = kChunkInputs / 4;
-    alignas(64) std::uint8_t xs[kSegments][kChunkInputs];
-    for (std::int64_t c0 = 0; c0 < n; c0 += kS8Block) {
-        const std::int8_t* block = tile + c0 * kp;
-        __m512i acc[kSegments][kVectors];
-#pragma GCC unroll 4
-        for (int j = 0; j < kSegments; ++j)
-#pragma GCC unroll 4
-            for (int q = 0; q < kVectors; ++q) acc[j][q] = _mm512_setzero_si512();
-        for (std::int64_t off = 0; off < end[kSegments - 1] - begin[kSegments - 1];
-             off += kChunkSteps) {
-            std::int64_t len[kSegments];
-            std::int64_t common = kChunkSteps;
-            const std::int8_t* w[kSegments];
-            for (int j = 0; j < kSegments; ++j) {
-                const std::int64_t s0 = begin[j] + off;
-                len[j] = std::max<std::int64_t>(0, std::min(kChunkSteps, end[j] - s0));
-                common = std::min(common, len[j]);
-                if (len[j] > 0) shift_chunk(x, 0, 1, 4 * s0, 4 * (s0 + len[j]), k, xs[j]);
-                w[j] = block + s0 * kStepBytes;
+    alignas(64) std::uint8_t xs[kPieces][kChunkInputs];
+    std::int64_t at[kPieces], end[kPieces], left[kPieces];
+    const std::int8_t* w[kPieces];
+    const std::uint8_t* x4[kPieces];
+    __m512i acc[kPieces][kVectors];
+    auto next_chunk = [&](int j) {
+        const std::int64_t block = at[j] / steps, s0 = at[j] % steps;
+        left[j] = std::min({kChunkSteps, end[j] - at[j], steps - s0});
+        if (left[j] <= 0) return;
+        shift_chunk(x, 0, 1, 4 * s0, 4 * (s0 + left[j]), k, xs[j]);
+        w[j] = tile + block * kp * kS8Block + s0 * kStepBytes;
+        x4[j] = xs[j];
+    };
+    for (int j = 0; j < kPieces; ++j) {
+        at[j] = total * j / kPieces;
+        end[j] = total * (j + 1) / kPieces;
+        next_chunk(j);
+        for (int q = 0; q < kVectors; ++q) acc[j][q] = _mm512_setzero_si512();
+    }
+    for (;;) {
+        std::int64_t common = kChunkSteps;
+        int active = 0;
+        for (int j = 0; j < kPieces; ++j)
+            if (left[j] > 0) {
+                common = std::min(common, left[j]);
+                ++active;
             }
+        if (active == 0) break;
+        if (active == kPieces) {
             for (std::int64_t t = 0; t < common; ++t)
 #pragma GCC unroll 4
-                for (int j = 0; j < kSegments; ++j)
-                    segment_step(w[j] + t * kStepBytes, xs[j] + 4 * t, acc[j]);
-            for (int j = 0; j < kSegments; ++j)
-                for (std::int64_t t = common; t < len[j]; ++t)
-                    segment_step(w[j] + t * kStepBytes, xs[j] + 4 * t, acc[j]);
+                for (int j = 0; j < kPieces; ++j)
+                    piece_step(w[j] + t * kStepBytes, x4[j] + 4 * t, acc[j]);
+        } else {  // the tile's last steps
+            for (int j = 0; j < kPieces; ++j)
+                for (std::int64_t t = 0; t < common && left[j] > 0; ++t)
+                    piece_step(w[j] + t * kStepBytes, x4[j] + 4 * t, acc[j]);
         }
+        for (int j = 0; j < kPieces; ++j) {
+            if (left[j] <= 0) continue;
+            const std::int64_t c0 = at[j] / steps * kS8Block;
+            w[j] += common * kStepBytes;
+            x4[j] += 4 * common;
+            at[j] += common;
+            left[j] -= common;
+            if (left[j] > 0) continue;
+            if (at[j] % steps == 0 || at[j] == end[j]) {
+                // The end of its block or of the piece: the sums to y.
 #pragma GCC unroll 4
-        for (int q = 0; q < kVectors; ++q) {
-            const std::int64_t left = n - c0 - 16 * q;
-            if (left <= 0) break;
-            const auto mask = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1u << left) - 1);
-            const __m512i sum = _mm512_add_epi32(_mm512_add_epi32(acc[0][q], acc[1][q]),
-                                                 _mm512_add_epi32(acc[2][q], acc[3][q]));
-            const __m512i base = _mm512_maskz_loadu_epi32(mask, compensation + c0 + 16 * q);
-            _mm512_mask_storeu_epi32(y + c0 + 16 * q, mask, _mm512_add_epi32(base, sum));
+                for (int q = 0; q < kVectors; ++q) {
+                    const std::int64_t cols = n - c0 - 16 * q;
+                    if (cols <= 0) break;
+                    store_sums(y + c0 + 16 * q, y + c0 + 16 * q, acc[j][q], cols);
+                    acc[j][q] = _mm512_setzero_si512();
+                }
+            }
+            next_chunk(j);
         }
     }
 }

@@ -2,7 +2,8 @@
 // decode's token) our bf16 kernel (kernels/bf16_gemv.hpp) over the very
 // tiles oneDNN packed, once every tile is checked to be in the layout that
 // kernel reads. oneDNN's brgemm reads a tile as one sequential stream;
-// ours reads 4, each prefetched ahead, as the panel kernels do.
+// ours reads 4 side by side, and a decode task's adjacent tiles as one
+// (joins_tiles), so that its streams run long.
 #include <cmath>
 #include <cstdint>
 #include <memory>

@@ -7,6 +7,16 @@
 
 namespace swiglu::detail {
 
+bool TileEngine::tiles_back_to_back(const Phase& phase, std::int64_t unit) {
+    for (std::int64_t j = 0; j + 1 < phase.columns.count; ++j) {
+        const auto i = static_cast<std::size_t>(j);
+        const auto* end = static_cast<const unsigned char*>(phase.tile_data[i]) +
+                          phase.tiles[i].get_desc().get_size();
+        if (phase.outputs(j) % unit != 0 || end != phase.tile_data[i + 1]) return false;
+    }
+    return true;
+}
+
 bool TileEngine::accepts(const std::vector<const MatmulKernel*>& kernels) const {
     switch (demand_) {
         case KernelDemand::any: return true;

@@ -196,6 +196,12 @@ public:
     }
 
 protected:
+    // For joins_tiles: whether the phase's packed tiles lie back to back in
+    // its arena, each but the last a multiple of `unit` outputs wide (a
+    // layout whose column blocks of `unit` outputs follow one another, with
+    // nothing after a tile's weights, then makes them one wider tile).
+    static bool tiles_back_to_back(const Phase& phase, std::int64_t unit);
+
     EngineKind kind_;
     EngineGeometry geometry_;
     std::int64_t own_rows_max_;  // the tallest row tiles computed without padding

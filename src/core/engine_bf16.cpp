@@ -97,15 +97,7 @@ public:
     // wider tile's bytes (bf16_gemv.hpp's layout), for our kernel to read
     // as one: its runs of blocks are longer streams (bf16_gemv_avx512.cpp).
     bool joins_tiles(const Phase& phase) const override {
-        if (own_rows_max_ == 0) return false;
-        const std::int64_t kp = bf16_padded_k(phase.k);
-        for (std::int64_t j = 0; j + 1 < phase.columns.count; ++j) {
-            const auto* end = static_cast<const std::uint16_t*>(phase.tile_data[std::size_t(j)]) +
-                              kp * phase.outputs(j);
-            if (phase.outputs(j) % kBf16Block != 0 || end != phase.tile_data[std::size_t(j + 1)])
-                return false;
-        }
-        return true;
+        return own_rows_max_ > 0 && tiles_back_to_back(phase, kBf16Block);
     }
     bool joins_for(const RowTile& t) const override { return t.rows <= own_rows_max_; }
 

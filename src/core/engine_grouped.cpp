@@ -120,14 +120,7 @@ public:
     // A tile is its column groups' record streams one after another, so
     // tiles of whole groups packed back to back are one wider tile.
     bool joins_tiles(const Phase& phase) const override {
-        const GroupedFormat format = of(phase).format;
-        for (std::int64_t j = 0; j + 1 < phase.columns.count; ++j) {
-            const auto* end = static_cast<const std::uint8_t*>(phase.tile_data[std::size_t(j)]) +
-                              grouped_tile_bytes(format, phase.k, phase.outputs(j));
-            if (phase.outputs(j) % kGroupColumns != 0 || end != phase.tile_data[std::size_t(j + 1)])
-                return false;
-        }
-        return true;
+        return tiles_back_to_back(phase, kGroupColumns);
     }
 
 private:

@@ -147,7 +147,7 @@ TEST_CASE("a task runs all of a chunk's row tiles only on many tiles that fit a 
     CHECK(row_tiles_per_task(16, 1024 * 64 * 4 * 4, 2, 2) == 2);
 }
 
-TEST_CASE("a decode task joins adjacent tiles: all on one thread, ~1 MiB on a pool") {
+TEST_CASE("a decode task joins adjacent tiles: all on one thread, ~8 MiB on a pool") {
     // One thread: a qwen3moe expert's q4_0 gate|up (12 tiles of 144 KiB)
     // and down (6 of 162 KiB) each in one call; llama7b's 172 gate|up tiles
     // as many as one row's result tile holds (64), 16 with 4 rows.
@@ -155,14 +155,18 @@ TEST_CASE("a decode task joins adjacent tiles: all on one thread, ~1 MiB on a po
     CHECK(joined_tiles(6, 162 << 10, 1, 64) == 6);
     CHECK(joined_tiles(172, 288 << 10, 1, 64) == 64);
     CHECK(joined_tiles(172, 288 << 10, 1, 16) == 16);
-    // 2 threads, llama7b q4_0: gate|up 288 KiB tiles 3 a task (57 tasks),
-    // down 387 KiB 2 (32).
-    CHECK(joined_tiles(172, 288 << 10, 2, 64) == 3);
-    CHECK(joined_tiles(64, 387 << 10, 2, 64) == 2);
+    // 2 threads, llama7b q4_0: gate|up 288 KiB tiles 10 a task (18 tasks,
+    // kJoinedTasksPerThread bounds it before 8 MiB does), down 387 KiB 4
+    // (16); bf16's 1 MiB gate|up tiles 8 a task, its down tiles (64 columns
+    // of 11008 inputs, 1.34 MiB) 4.
+    CHECK(joined_tiles(172, 288 << 10, 2, 64) == 10);
+    CHECK(joined_tiles(64, 387 << 10, 2, 64) == 4);
+    CHECK(joined_tiles(172, 1 << 20, 2, 16) == 8);
+    CHECK(joined_tiles(64, 11008 * 64 * 2, 2, 16) == 4);
     // Each thread keeps kJoinedTasksPerThread tasks: 16 threads, 64 tiles
-    // run alone; tiles of 1 MiB or more, and a lone tile, too.
+    // run alone; tiles of 8 MiB or more, and a lone tile, too.
     CHECK(joined_tiles(64, 144 << 10, 16, 64) == 1);
-    CHECK(joined_tiles(172, 2 << 20, 2, 64) == 1);
+    CHECK(joined_tiles(172, 8 << 20, 2, 64) == 1);
     CHECK(joined_tiles(1, 1, 1, 64) == 1);
     CHECK(joined_tiles(4, 100, 2, 64) == 1);
 }

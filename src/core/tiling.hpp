@@ -69,9 +69,14 @@ ColumnTiling plan_phase_columns(std::int64_t columns, std::int64_t bytes_per_col
 // (docs/measurements.md). One thread runs the phase's tiles `most` at a
 // time (what its result tile holds); a pool, tiles of about kJoinedBytes
 // together while that leaves each thread kJoinedTasksPerThread tasks for
-// the end of the phase. The same bits whatever it returns: which tiles share
-// a call changes no column's sums.
-inline constexpr std::int64_t kJoinedBytes = std::int64_t{1} << 20;
+// the end of the phase. 8 MiB, not 1: llama7b's bf16 gate|up tile (1 MiB)
+// is 2 column blocks, so a 1 MiB call reads 2 streams of 512 KiB where an
+// 8 MiB one reads 4 of 2 MiB (bf16_gemv_avx512.cpp). llama7b one token, 2
+// threads, against 1 MiB: bf16 1.13-1.24x, the grouped and K formats
+// 0.99-1.05x; 4 tokens level (docs/measurements.md, twenty-eighth
+// session). The same bits whatever it returns: which tiles share a call
+// changes no column's sums.
+inline constexpr std::int64_t kJoinedBytes = std::int64_t{8} << 20;
 inline constexpr std::int64_t kJoinedTasksPerThread = 8;
 std::int64_t joined_tiles(std::int64_t tiles, std::int64_t tile_bytes, int threads,
                           std::int64_t most);

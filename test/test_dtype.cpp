@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <initializer_list>
+#include <iterator>
 #include <optional>
 #include <string>
 #include <utility>
@@ -461,6 +462,40 @@ TEST_CASE("reduced precision: bit-identical for any thread count, chunks, in pla
                 CHECK(a == c);
                 parallel.forward(x.data(), x.data(), tokens);
                 CHECK(x == a);
+            }
+        }
+}
+
+TEST_CASE("a cached block's row tiles, each through the whole block on a pool: one thread's bits") {
+    // Where the weights stay in cache and the row tiles share out evenly, a
+    // pool runs each row tile through both phases on one thread
+    // (forward.cpp, rows_through): 16-64 tokens make 2-8 row tiles, 512
+    // two chunks of 4; where their count does not divide among the threads
+    // (24 tokens' 3 tiles) the phases run one by one. 1100 x 700: int8's
+    // act step runs inside the row tile's task.
+    std::vector<Dtype> dtypes(std::begin(test::kReducedDtypes), std::end(test::kReducedDtypes));
+    dtypes.push_back(Dtype::f32);
+    for (const auto& [d, f] :
+         {std::pair<std::int64_t, std::int64_t>{128, 341}, {384, 1024}, {1100, 700}})
+        for (Dtype dtype : dtypes) {
+            if (dtype == Dtype::int8 && !test::int8_supported()) continue;
+            RandomBlock b(d, f, Layout::out_in, 11);
+            Ffn serial(b.gate_view(), b.up_view(), b.down_view(), Options{1, dtype});
+            for (int threads : {2, 4}) {
+                Ffn parallel(b.gate_view(), b.up_view(), b.down_view(), Options{threads, dtype});
+                for (std::int64_t tokens : {16, 24, 32, 48, 64, 512}) {
+                    CAPTURE(d);
+                    CAPTURE(dtype_name(dtype));
+                    CAPTURE(threads);
+                    CAPTURE(tokens);
+                    auto x = test::random_input(tokens, d, 6);
+                    std::vector<float> a(x.size()), c(x.size());
+                    serial.forward(x.data(), a.data(), tokens);
+                    parallel.forward(x.data(), c.data(), tokens);
+                    CHECK(a == c);
+                    parallel.forward(x.data(), x.data(), tokens);
+                    CHECK(x == a);
+                }
             }
         }
 }

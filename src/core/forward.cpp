@@ -156,6 +156,36 @@ struct Chunk {
         });
     }
 
+    // Row tile r through the whole block, as one task: its gate|up tiles,
+    // its act step, its down tiles (see rows_through).
+    template <bool kTraced>
+    void row_tile_through(std::int64_t r, int worker) {
+        for (std::int64_t j = 0; j < block.gate_up.columns.count; ++j)
+            gate_up<kTraced>(j * slots + r, worker);
+        if (mode.has_act_step()) act_step(r, worker);
+        for (std::int64_t j = 0; j < block.down.columns.count; ++j) down(j * slots + r, worker);
+    }
+
+    // Whether a pool runs this chunk's row tiles each through the whole
+    // block on one thread (one pool phase, no barrier between the phases,
+    // a row's x, act and y never change cores) instead of phase by phase
+    // (each phase's tiles spread over the pool, act and y rows handed
+    // between cores). Only where the weights stay in cache (each row tile
+    // reads all of them) and the row tiles, all one height, share out
+    // evenly; the same matmuls and epilogues either way, so the same bits.
+    // glass (128, 341), 2 threads, one process switching call by call:
+    // 16 tokens 1.09-1.16x, 32 1.07-1.12x, 64 1.03-1.08x, 512 1.01-1.03x;
+    // cyber (384, 1024) 16 tokens 1.04-1.08x, 64 and 512 1.00-1.03x
+    // (docs/measurements.md, twenty-eighth session).
+    bool rows_through(int threads) const {
+        if (!block.cached || batched_tiles != 0 || grouped != 1 || threads < 2 ||
+            row_tiles % threads != 0)
+            return false;
+        for (int i = 1; i < row_tiles; ++i)
+            if (tiles[i].height() != tiles[0].height()) return false;
+        return true;
+    }
+
     // Runs tasks [0, n) of one phase (phase_runner.hpp).
     template <void (Chunk::*Task)(std::int64_t, int)>
     void run(ThreadPool* pool, std::int64_t n) {
@@ -200,6 +230,10 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
         ThreadPool* use =
             pool && 6.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
         chunk.join_tiles(use ? use->threads() : 1);
+        if (use && chunk.rows_through(use->threads())) {
+            chunk.run<&Chunk::row_tile_through<kTraced>>(use, chunk.row_tiles);
+            continue;
+        }
         chunk.run<&Chunk::gate_up<kTraced>>(use, chunk.tasks(block.gate_up));
         if (mode.has_act_step()) chunk.run<&Chunk::act_step>(use, chunk.row_tiles);
         chunk.run<&Chunk::down>(use, chunk.tasks(block.down));

@@ -56,7 +56,7 @@ void PackedBlock::plan_tiles(const TileEngine& engine) {
     };
     const EngineGeometry& g = engine.geometry();
     const std::int64_t weight_bytes = bytes(3.0 * double(d) * double(f), g.bytes_per_weight);
-    const bool cached = !weights_stream_from_dram(weight_bytes);
+    cached = !weights_stream_from_dram(weight_bytes);
     gate_up.id = PhaseId::gate_up;
     gate_up.k = d;
     gate_up.outputs_per_column = 2;

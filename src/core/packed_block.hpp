@@ -43,6 +43,7 @@ public:
     // act @ Wd, each tile's output copied from the thread's tile into y.
     Phase down;
     int min_bucket = 0;                // shortest row tile, see min_row_bucket()
+    bool cached = false;               // the weights stay in cache (!weights_stream_from_dram)
     std::size_t scratchpad_bytes = 0;  // the largest any kernel needs
     std::string implementation;        // the oneDNN implementations, e.g. "brg:avx512_core"
 

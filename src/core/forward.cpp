@@ -40,6 +40,8 @@ struct Chunk {
     PhaseRunner runner;
     // Adjacent column tiles per task and kernel call, per phase (join_tiles).
     std::int64_t joined[kPhases] = {1, 1};
+    // Row tiles a task takes through the whole block (rows_through).
+    std::int64_t through = 0;
 
     // Where a chunk is one row tile (so slots == 1), a joinable phase's
     // tasks take runs of its tiles (tiling.hpp, joined_tiles), as many as
@@ -156,33 +158,40 @@ struct Chunk {
         });
     }
 
-    // Row tile r through the whole block, as one task: its gate|up tiles,
-    // its act step, its down tiles (see rows_through).
+    // Row tiles [task * through, (task + 1) * through), each through the
+    // whole block: its gate|up tiles, its act step, its down tiles (see
+    // rows_through).
     template <bool kTraced>
-    void row_tile_through(std::int64_t r, int worker) {
-        for (std::int64_t j = 0; j < block.gate_up.columns.count; ++j)
-            gate_up<kTraced>(j * slots + r, worker);
-        if (mode.has_act_step()) act_step(r, worker);
-        for (std::int64_t j = 0; j < block.down.columns.count; ++j) down(j * slots + r, worker);
+    void row_tiles_through(std::int64_t task, int worker) {
+        for (std::int64_t r = task * through; r < (task + 1) * through; ++r) {
+            for (std::int64_t j = 0; j < block.gate_up.columns.count; ++j)
+                gate_up<kTraced>(j * slots + r, worker);
+            if (mode.has_act_step()) act_step(r, worker);
+            for (std::int64_t j = 0; j < block.down.columns.count; ++j) down(j * slots + r, worker);
+        }
     }
 
-    // Whether a pool runs this chunk's row tiles each through the whole
-    // block on one thread (one pool phase, no barrier between the phases,
-    // a row's x, act and y never change cores) instead of phase by phase
-    // (each phase's tiles spread over the pool, act and y rows handed
-    // between cores). Only where the weights stay in cache (each row tile
-    // reads all of them) and the row tiles, all one height, share out
-    // evenly; the same matmuls and epilogues either way, so the same bits.
-    // glass (128, 341), 2 threads, one process switching call by call:
-    // 16 tokens 1.09-1.16x, 32 1.07-1.12x, 64 1.03-1.08x, 512 1.01-1.03x;
-    // cyber (384, 1024) 16 tokens 1.04-1.08x, 64 and 512 1.00-1.03x
-    // (docs/measurements.md, twenty-eighth session).
-    bool rows_through(int threads) const {
+    // Whether a pool runs this chunk as one task per thread, each taking an
+    // equal run of row tiles through the whole block (one pool phase, no
+    // barrier between the phases; the caller claims the first run, so a
+    // row's x, act and y tend to stay on one core from call to call),
+    // instead of phase by phase (each phase's tiles spread over the pool,
+    // act and y rows handed between cores). Only where the weights stay in
+    // cache (each thread reads all of them) and the row tiles, all one
+    // height, share out evenly; the same matmuls and epilogues either way,
+    // so the same bits. 2 threads, one process switching call by call,
+    // against phase by phase: glass (128, 341) 16 tokens 1.11-1.15x, 32
+    // 1.08-1.30x, 64 1.06-1.11x, 512 1.04-1.08x; cyber (384, 1024) 16
+    // tokens 1.04-1.05x, 64 1.01x, 512 1.03x; one task per row tile,
+    // claimed in turn, read 1.02-1.14x (docs/measurements.md,
+    // twenty-eighth session).
+    bool rows_through(int threads) {
         if (!block.cached || batched_tiles != 0 || grouped != 1 || threads < 2 ||
             row_tiles % threads != 0)
             return false;
         for (int i = 1; i < row_tiles; ++i)
             if (tiles[i].height() != tiles[0].height()) return false;
+        through = row_tiles / threads;
         return true;
     }
 
@@ -231,7 +240,7 @@ void run_chunks(const PackedBlock& block, Workspace& ws, ThreadPool* pool, const
             pool && 6.0 * double(n) * double(d) * double(f) >= kMinParallelFlops ? pool : nullptr;
         chunk.join_tiles(use ? use->threads() : 1);
         if (use && chunk.rows_through(use->threads())) {
-            chunk.run<&Chunk::row_tile_through<kTraced>>(use, chunk.row_tiles);
+            chunk.run<&Chunk::row_tiles_through<kTraced>>(use, use->threads());
             continue;
         }
         chunk.run<&Chunk::gate_up<kTraced>>(use, chunk.tasks(block.gate_up));

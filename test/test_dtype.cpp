@@ -470,9 +470,10 @@ TEST_CASE("a cached block's row tiles, each through the whole block on a pool: o
     // Where the weights stay in cache and the row tiles share out evenly, a
     // pool runs each row tile through both phases on one thread
     // (forward.cpp, rows_through): 16-64 tokens make 2-8 row tiles, 512
-    // two chunks of 4; where their count does not divide among the threads
-    // (24 tokens' 3 tiles) the phases run one by one. 1100 x 700: int8's
-    // act step runs inside the row tile's task.
+    // two chunks of 4 (glass; the larger blocks, past a core's L2, keep the
+    // phases where a thread would take 2 tiles); where their count does not
+    // divide among the threads (24 tokens' 3 tiles) the phases run one by
+    // one. 1100 x 700: int8's act step runs inside the row tile's task.
     std::vector<Dtype> dtypes(std::begin(test::kReducedDtypes), std::end(test::kReducedDtypes));
     dtypes.push_back(Dtype::f32);
     for (const auto& [d, f] :

@@ -177,20 +177,27 @@ struct Chunk {
     // row's x, act and y tend to stay on one core from call to call),
     // instead of phase by phase (each phase's tiles spread over the pool,
     // act and y rows handed between cores). Only where the weights stay in
-    // cache (each thread reads all of them) and the row tiles, all one
-    // height, share out evenly; the same matmuls and epilogues either way,
-    // so the same bits. 2 threads, one process switching call by call,
-    // against phase by phase: glass (128, 341) 16 tokens 1.11-1.15x, 32
-    // 1.08-1.30x, 64 1.06-1.11x, 512 1.04-1.08x; cyber (384, 1024) 16
-    // tokens 1.04-1.05x, 64 1.01x, 512 1.03x; one task per row tile,
-    // claimed in turn, read 1.02-1.14x (docs/measurements.md,
+    // cache and the row tiles, all one height, share out evenly; a thread
+    // reads all the weights once per row tile it takes, so where it takes
+    // more than one only weights a core's L2 holds (kThroughBytes; phase by
+    // phase, a thread's tasks on one weight tile follow each other). The
+    // same matmuls and epilogues either way, so the same bits. 2 threads,
+    // one process switching call by call, against phase by phase: glass
+    // (128, 341) 16 tokens 1.11-1.15x, 32 1.08-1.30x, 64 1.06-1.11x, 512
+    // 1.04-1.08x; cyber (384, 1024) 16 tokens 1.04-1.05x, 64 1.01x (at 512,
+    // 2 tiles a thread and 0.7-4.7 MB of weights: phase by phase). One task
+    // per row tile, claimed in turn, read 1.02-1.14x (docs/measurements.md,
     // twenty-eighth session).
     bool rows_through(int threads) {
+        constexpr double kThroughBytes = 512 << 10;
         if (!block.cached || batched_tiles != 0 || grouped != 1 || threads < 2 ||
             row_tiles % threads != 0)
             return false;
         for (int i = 1; i < row_tiles; ++i)
             if (tiles[i].height() != tiles[0].height()) return false;
+        const double weight_bytes =
+            3.0 * double(block.d) * double(block.f) * engine.geometry().bytes_per_weight;
+        if (row_tiles > threads && weight_bytes > kThroughBytes) return false;
         through = row_tiles / threads;
         return true;
     }

@@ -317,6 +317,19 @@ void check_dtype(Dtype dtype, double simulated_bound, double format_bound,
     }
 }
 
+// `parallel` gives `serial`'s bits on `tokens` random rows of x (seed),
+// out of place and in place (y = x).
+void check_same_bits(const Ffn& serial, const Ffn& parallel, std::int64_t tokens, std::int64_t d,
+                     unsigned seed) {
+    auto x = test::random_input(tokens, d, seed);
+    std::vector<float> a(x.size()), c(x.size());
+    serial.forward(x.data(), a.data(), tokens);
+    parallel.forward(x.data(), c.data(), tokens);
+    CHECK(a == c);
+    parallel.forward(x.data(), x.data(), tokens);
+    CHECK(x == a);
+}
+
 }  // namespace
 
 TEST_SUITE("dtype") {
@@ -455,13 +468,7 @@ TEST_CASE("reduced precision: bit-identical for any thread count, chunks, in pla
                 CAPTURE(d);
                 CAPTURE(dtype_name(dtype));
                 CAPTURE(tokens);
-                auto x = test::random_input(tokens, d, 4);
-                std::vector<float> a(x.size()), c(x.size());
-                serial.forward(x.data(), a.data(), tokens);
-                parallel.forward(x.data(), c.data(), tokens);
-                CHECK(a == c);
-                parallel.forward(x.data(), x.data(), tokens);
-                CHECK(x == a);
+                check_same_bits(serial, parallel, tokens, d, 4);
             }
         }
 }
@@ -489,13 +496,7 @@ TEST_CASE("a cached block's row tiles, each through the whole block on a pool: o
                     CAPTURE(dtype_name(dtype));
                     CAPTURE(threads);
                     CAPTURE(tokens);
-                    auto x = test::random_input(tokens, d, 6);
-                    std::vector<float> a(x.size()), c(x.size());
-                    serial.forward(x.data(), a.data(), tokens);
-                    parallel.forward(x.data(), c.data(), tokens);
-                    CHECK(a == c);
-                    parallel.forward(x.data(), x.data(), tokens);
-                    CHECK(x == a);
+                    check_same_bits(serial, parallel, tokens, d, 6);
                 }
             }
         }
